@@ -1,0 +1,12 @@
+"""The ``odqa`` command line. Each command lives in its own module and imports heavy libraries lazily."""
+
+from __future__ import annotations
+
+from odqa.cli._app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

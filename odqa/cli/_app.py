@@ -1,0 +1,41 @@
+"""The typer app shared by every command module, and the error boundary of the CLI."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from odqa.errors import OdqaError
+
+__all__ = ["app", "console", "guarded"]
+
+app = typer.Typer(
+    name="odqa",
+    help="Open-domain QA research toolkit: crawl, refine, retrieve, read, evaluate.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn an :class:`OdqaError` into one ``Type: message`` line on stderr and exit status 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except OdqaError as exc:
+            console.print(f"[bold red]{type(exc).__name__}[/]: {escape(str(exc))}", highlight=False)
+            raise typer.Exit(1) from None
+
+    return wrapper

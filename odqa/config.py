@@ -1,0 +1,153 @@
+"""One small config dataclass per stage, built once at the CLI boundary from flags or a YAML file.
+
+``load_config(RefineConfig, "configs/refine.yaml", k=50)`` reads the file, rejects unknown keys, applies the
+overrides that are not ``None``, and validates the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args
+
+from odqa.errors import ConfigError
+
+__all__ = ["ChunkConfig", "EmbedConfig", "RefineConfig", "load_config", "to_dict", "write_resolved"]
+
+Scorer = Literal["dense", "bm25", "hybrid", "original"]
+Pooling = Literal["cls", "mean"]
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class ChunkConfig:
+    """How documents become passages: DPR words, or a character budget for unspaced scripts."""
+
+    words: int = 100
+    stride: int | None = None  # None = words (no overlap)
+    chars: int = 200  # budget for text without spaces between words (Japanese, Chinese)
+
+    def __post_init__(self) -> None:
+        if self.words < 1:
+            raise ConfigError(f"chunk words must be >= 1, got {self.words}")
+        if self.stride is not None and not 1 <= self.stride <= self.words:
+            raise ConfigError(f"chunk stride must be between 1 and words={self.words}, got {self.stride}")
+        if self.chars < 1:
+            raise ConfigError(f"chunk chars must be >= 1, got {self.chars}")
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    """Which embedding model and how to run it: a preset name, a hub id or a local path."""
+
+    model: str = "minilm"
+    pooling: Pooling | None = None  # only for a model that is not a preset
+    normalize: bool | None = None  # only for a model that is not a preset
+    query_prompt: str | None = None  # override the preset's query text prefix
+    passage_prompt: str | None = None
+    batch_size: int = 64
+    device: str | None = None  # None = sentence-transformers' choice (cuda if present)
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
+    cache_dir: str | None = None  # persistent embedding cache; None = default user cache, "" = off
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+        _check_choice("precision", self.precision, ("fp32", "fp16", "bf16"))
+        if self.pooling is not None:
+            _check_choice("pooling", self.pooling, get_args(Pooling))
+
+
+@dataclass(frozen=True)
+class RefineConfig:
+    """Per-question context refinement: chunk, score, keep the top k."""
+
+    k: int = 100
+    scorer: Scorer = "hybrid"
+    chunk: ChunkConfig = field(default_factory=ChunkConfig)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
+    temporal: bool = True  # add the temporal-overlap signal to hybrid scoring
+    ctx_key: Literal["ctxs", "passages"] = "ctxs"  # "passages" writes Atlas' field name
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k}")
+        _check_choice("scorer", self.scorer, get_args(Scorer))
+        _check_choice("ctx_key", self.ctx_key, ("ctxs", "passages"))
+
+
+def _check_choice(name: str, value: object, valid: tuple[object, ...]) -> None:
+    if value not in valid:
+        raise ConfigError(f"{name} {value!r} is not valid; choose one of: {', '.join(map(str, valid))}")
+
+
+def _build(cls: type[C], data: Mapping[str, Any], where: str) -> C:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        sub = fields[name].default_factory  # nested config dataclasses use default_factory
+        if dataclasses.is_dataclass(sub) and isinstance(sub, type):
+            value = _build(sub, value, f"{where}.{name}")
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def load_config(cls: type[C], path: str | Path | None = None, **overrides: Any) -> C:
+    """Build ``cls`` from an optional YAML file plus overrides (``None`` overrides are ignored).
+
+    Nested configs are overridden with dotted names: ``load_config(RefineConfig, None, **{"embed.model": "e5"})``.
+    """
+    data: dict[str, Any] = {}
+    where = cls.__name__
+    if path is not None:
+        import yaml
+
+        where = str(path)
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file {path} does not exist") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+        if loaded is not None:
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"{path}: expected a mapping at the top level")
+            data = loaded
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        target = data
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    return _build(cls, data, where)
+
+
+def to_dict(config: object) -> dict[str, Any]:
+    """A config as plain data (for writing the resolved configuration next to outputs)."""
+    return dataclasses.asdict(config)  # type: ignore[call-overload, no-any-return]
+
+
+def write_resolved(config: object, output: str | Path) -> Path:
+    """Write ``config`` as ``<output>.config.json`` beside ``output``; returns the path written."""
+    from odqa import __version__
+    from odqa.io import atomic_write
+
+    output = Path(output)
+    target = output.parent / f"{output.name}.config.json"
+    with atomic_write(target) as fh:
+        json.dump({"odqa_version": __version__, "stage": type(config).__name__, **to_dict(config)}, fh, indent=2)
+        fh.write("\n")
+    return target

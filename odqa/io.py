@@ -1,0 +1,232 @@
+"""Readers and writers: JSON Lines, FiD JSON, DPR TSV. Every write is atomic (temp file + rename)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from odqa.errors import FormatError, InputError
+from odqa.records import Document, Example, Hit, Passage
+
+__all__ = [
+    "atomic_write",
+    "example_from_dict",
+    "example_to_fid",
+    "open_text",
+    "read_dpr_tsv",
+    "read_fid",
+    "read_json_or_jsonl",
+    "read_jsonl",
+    "write_dpr_tsv",
+    "write_fid",
+    "write_jsonl",
+]
+
+CtxKey = Literal["ctxs", "passages"]
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open a text file for reading, transparently gunzipping ``.gz`` / ``.gzip`` files."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if path.suffix in {".gz", ".gzip"}:
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line; a bad line raises with file and line."""
+    with open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"malformed JSON ({exc.msg}, column {exc.colno})", path=path, line=number) from exc
+            if not isinstance(obj, dict):
+                raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=number)
+            yield number, obj
+
+
+def read_json_or_jsonl(path: str | Path) -> Iterator[tuple[int | None, dict[str, Any]]]:
+    """Read either one JSON array of objects or JSON Lines; yields ``(line_or_None, object)``."""
+    with open_text(path) as fh:
+        head = fh.read(1)
+        while head and head.isspace():
+            head = fh.read(1)
+    if head != "[":
+        yield from read_jsonl(path)
+        return
+    with open_text(path) as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+    for item in data:
+        if not isinstance(item, dict):
+            raise FormatError(f"expected a list of JSON objects, found {type(item).__name__}", path=path)
+        yield None, item
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Write to a temporary file beside ``path`` and rename it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Atomically write ``rows`` as JSON Lines; returns the number of rows."""
+    count = 0
+    with atomic_write(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def _ctx_to_document(ctx: Any, index: int, example_id: str, where: tuple[str | Path, int | None]) -> Document:
+    if isinstance(ctx, str):
+        return Document(id=f"{example_id}:{index}", title="", text=ctx)
+    if not isinstance(ctx, dict) or not isinstance(ctx.get("text"), str):
+        raise FormatError(f"context {index} must be a string or an object with a 'text' string", path=where[0],
+                          line=where[1])
+    cid = ctx.get("id")
+    meta = {k: v for k, v in ctx.items() if k not in {"id", "title", "text", "url"}}
+    return Document(
+        id=str(cid) if cid not in (None, "") else f"{example_id}:{index}",
+        title=str(ctx.get("title") or ""),
+        text=ctx["text"],
+        url=ctx.get("url"),
+        meta=meta,
+    )
+
+
+def example_from_dict(
+    obj: Mapping[str, Any], *, path: str | Path = "<input>", line: int | None = None, index: int = 0
+) -> Example:
+    """Build an :class:`Example` from a question record (odqa, FiD/Atlas or Complex-TR ODQA shape).
+
+    Accepted keys: ``id`` (or ``_id``/``qid``/``idx``), ``question``, ``answers`` (or ``answer``/``target``/
+    ``targets``/``text_answers.text``), optional ``subject``, and candidates under ``ctxs`` or ``passages``
+    (strings or objects with ``text`` and optional ``id``/``title``).
+    """
+    question = obj.get("question")
+    if not isinstance(question, str):
+        raise FormatError("record has no 'question' string", path=path, line=line)
+    qid = next((obj[k] for k in ("id", "_id", "qid", "idx", "question_id") if obj.get(k) not in (None, "")), None)
+    example_id = str(qid) if qid is not None else str(index)
+    answers = _answers_of(obj, path, line)
+    raw_ctxs = obj.get("ctxs", obj.get("passages"))
+    ctxs: tuple[Document, ...] | None = None
+    if raw_ctxs is not None:
+        if not isinstance(raw_ctxs, list):
+            raise FormatError("'ctxs'/'passages' must be a list", path=path, line=line)
+        ctxs = tuple(_ctx_to_document(c, i, example_id, (path, line)) for i, c in enumerate(raw_ctxs))
+    known = {"id", "_id", "qid", "idx", "question_id", "question", "answers", "answer", "target", "targets",
+             "text_answers", "subject", "ctxs", "passages"}
+    meta = dict(obj.get("meta") or {}) | {k: v for k, v in obj.items() if k not in known and k != "meta"}
+    subject = obj.get("subject")
+    return Example(id=example_id, question=question, answers=answers,
+                   subject=str(subject) if subject else None, ctxs=ctxs, meta=meta)
+
+
+def _answers_of(obj: Mapping[str, Any], path: str | Path, line: int | None) -> tuple[str, ...]:
+    raw: Any = None
+    for key in ("answers", "answer", "targets", "target"):
+        if key in obj:
+            raw = obj[key]
+            break
+    else:
+        text_answers = obj.get("text_answers")
+        if isinstance(text_answers, Mapping):
+            raw = text_answers.get("text")
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list) and all(isinstance(a, (str, int, float)) for a in raw):
+        return tuple(str(a) for a in raw)
+    raise FormatError("answers must be a string or a list of strings", path=path, line=line)
+
+
+def read_fid(path: str | Path) -> Iterator[Example]:
+    """Read FiD / Atlas / odqa question files (JSON array or JSON Lines)."""
+    for index, (line, obj) in enumerate(read_json_or_jsonl(path)):
+        yield example_from_dict(obj, path=path, line=line, index=index)
+
+
+def example_to_fid(
+    example: Example,
+    hits: Sequence[Hit],
+    *,
+    has_answer: Sequence[bool] | None = None,
+    ctx_key: CtxKey = "ctxs",
+) -> dict[str, Any]:
+    """The FiD JSON record for ``example`` with ``hits`` (already sorted best first)."""
+    ctxs = []
+    for i, hit in enumerate(hits):
+        ctx: dict[str, Any] = {
+            "id": hit.passage.id,
+            "title": hit.passage.title,
+            "text": hit.passage.text,
+            "score": float(hit.score),
+        }
+        if has_answer is not None:
+            ctx["has_answer"] = bool(has_answer[i])
+        ctxs.append(ctx)
+    return {"id": example.id, "question": example.question, "answers": list(example.answers), ctx_key: ctxs}
+
+
+def write_fid(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
+    """Atomically write FiD JSON Lines records."""
+    return write_jsonl(path, records)
+
+
+def read_dpr_tsv(path: str | Path) -> Iterator[Passage]:
+    """Read DPR passages (``id\\ttext\\ttitle`` with a header row)."""
+    with open_text(path) as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
+        header = next(reader, None)
+        if header is None:
+            raise InputError(f"{path}: empty file, expected a header 'id\\ttext\\ttitle'")
+        if [h.strip().lower() for h in header[:3]] != ["id", "text", "title"]:
+            raise FormatError(f"header must be 'id\\ttext\\ttitle', got {header!r}", path=path, line=1)
+        for number, row in enumerate(reader, start=2):
+            if len(row) < 3:
+                raise FormatError(f"expected 3 tab-separated fields, got {len(row)}", path=path, line=number)
+            pid, text, title = row[0], row[1], row[2]
+            yield Passage(id=pid, doc_id=title, title=title, text=text)
+
+
+def write_dpr_tsv(path: str | Path, passages: Iterable[Passage]) -> int:
+    """Atomically write DPR passages TSV with its header row."""
+    count = 0
+    with atomic_write(path) as fh:
+        writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
+        writer.writerow(["id", "text", "title"])
+        for p in passages:
+            writer.writerow([p.id, p.text, p.title])
+            count += 1
+    return count
