@@ -3,5 +3,15 @@
 from __future__ import annotations
 
 from odqa.generate.hieradate import DatePair, Person, hieradate_probes, read_date_pairs
+from odqa.generate.pseudo import PseudoConfig, TemporalFact, pseudo_instruction_data, read_temporal_facts
 
-__all__ = ["DatePair", "Person", "hieradate_probes", "read_date_pairs"]
+__all__ = [
+    "DatePair",
+    "Person",
+    "PseudoConfig",
+    "TemporalFact",
+    "hieradate_probes",
+    "pseudo_instruction_data",
+    "read_date_pairs",
+    "read_temporal_facts",
+]
