@@ -200,7 +200,8 @@ def hieradate_probes(
     """One HieraDate record per pair: main question and answer, extraction, reasoning and robustness probes.
 
     Templates are drawn with ``random.Random(seed)``: the same seed gives the same output. ``year_only``
-    writes the reasoning questions with years only (paper 000, "year-only version"); ages are whole years.
+    writes the reasoning questions with years only (paper 000, "year-only version"); ages are then whole
+    years, with month and day 0.
     A pair whose compared values are equal has no answer and raises :class:`FormatError`.
     """
     rng = random.Random(seed)
@@ -274,9 +275,8 @@ def _age_reasoning(people: Sequence[Person], rng: random.Random, year_only: bool
     ages = [p.age() for p in people]
     steps: list[tuple[str, Any]] = []
     for person, age in zip(people, ages, strict=True):
-        answer = {"year": age.years}
-        if not year_only:
-            answer |= {"month": age.months, "day": age.days}
+        months, days = (0, 0) if year_only else (age.months, age.days)
+        answer = {"year": age.years, "month": months, "day": days}
         steps.append((REASON_AGE.replace("#name", person.name), answer))
     first, second = ((a.years,) if year_only else (a.years, a.months, a.days) for a in ages)
     younger = rng.random() < 0.5

@@ -316,6 +316,9 @@ def _fact_context(group: Sequence[TemporalFact]) -> str:
 def pseudo_instruction_data(facts: Sequence[TemporalFact], config: PseudoConfig) -> Iterator[dict[str, Any]]:
     """Complex-TR-shaped pseudo examples (``id, question, date, text_answers.text, fact_context, context``).
 
+    Ids follow Complex-TR's ``<level>_<subject>_<relation>_<n>``, level ``L2``/``L3`` for 1-hop questions and
+    ``L2M``/``L3M`` for multi-hop ones; ``shift`` records the group's ``Δt`` in years.
+
     Everything random comes from ``random.Random(config.seed)``: the same facts and seed give the same output.
     With ``config.n`` it makes as many passes over the groups as it takes to keep ``n`` examples.
     """
@@ -365,14 +368,13 @@ def _keep_probability(probabilities: Sequence[float], question: PseudoQuestion) 
 def _record(
     question: PseudoQuestion, group_key: str, number: int, context: str, shift: int
 ) -> dict[str, Any]:
+    level = question.level if question.hops == "1-hop" else f"{question.level}M"
     return {
-        "id": f"{question.level}_{group_key}_{question.relation}_{number}",
+        "id": f"{level}_{group_key}_{question.relation}_{number}",
         "question": question.question,
         "date": month_text(question.reference),
         "text_answers": {"text": list(question.answers)},
         "fact_context": context,
         "context": context,
-        "level": question.level,
-        "hops": question.hops,
         "shift": shift,
     }
