@@ -1,0 +1,132 @@
+"""Complex-TR (Tan et al., 2024; paper 004): multi-answer, multi-hop temporal questions.
+
+Shapes read (JSON Lines or a JSON array of records, or the SQuAD-style file the official evaluation reads):
+
+- records ``{id, question, date, text_answers: {text: [...]}, fact_context, context}`` (ReasonQA / open-book),
+  or ``answers: {text: [...]}`` as the released fine-tuning script names the column;
+- the ODQA files, where ``passages: [{title, text, ...}]`` holds the retrieved 100-word passages;
+- ``{"data": [{"paragraphs": [{"qas": [{id, answers: {text: [...]}}]}]}]}`` (``sem_metric/evaluate.py``).
+
+Level and hop count come from the id, ``<level>_<subject>_<relation>[_<relation>]_<n>`` (e.g.
+``L2_Q451225_P108_4``), as the released analysis notebook parses it: ``L2``/``L3`` is a 1-hop question of that
+level, a level with a suffix (``L2M``, ``L2H``, ``L3M``, ``L3H``) a multi-hop one. An empty answer list means
+unanswerable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from odqa.errors import FormatError
+from odqa.io import open_text, read_json_or_jsonl
+from odqa.records import Document, Example
+
+__all__ = ["load_complex_tr", "parse_complex_tr_id"]
+
+_LEVEL = re.compile(r"L([23])([A-Z]*)")
+
+
+def parse_complex_tr_id(qid: str) -> tuple[str, str]:
+    """``(level, hops)`` of a question id, e.g. ``("L2", "1-hop")``; ValueError for an id of another shape."""
+    parts = qid.split("_")
+    match = _LEVEL.fullmatch(parts[0])
+    if len(parts) not in (4, 5) or match is None or not all(parts[1:]):
+        raise ValueError(
+            f"id {qid!r} is not '<level>_<subject>_<relation>[_<relation>]_<n>' with level L2, L3 or a "
+            "multi-hop variant (L2M, L2H, L3M, L3H), e.g. 'L2_Q451225_P108_4'"
+        )
+    return f"L{match.group(1)}", "multi-hop" if match.group(2) else "1-hop"
+
+
+def _answers(obj: Mapping[str, Any]) -> list[str]:
+    for key in ("text_answers", "answers"):
+        block = obj.get(key)
+        if isinstance(block, Mapping) and isinstance(block.get("text"), list):
+            if not all(isinstance(a, str) for a in block["text"]):
+                raise ValueError(f"'{key}.text' must be a list of strings")
+            return list(block["text"])
+    raise ValueError("no answer list: expected 'text_answers' (or 'answers') as {'text': [...]}")
+
+
+def _contexts(obj: Mapping[str, Any], qid: str) -> tuple[Document, ...] | None:
+    passages = obj.get("passages")
+    if passages is not None:
+        if not isinstance(passages, list):
+            raise ValueError("'passages' must be a list of {title, text}")
+        docs = []
+        for i, p in enumerate(passages):
+            if not isinstance(p, Mapping) or not isinstance(p.get("text"), str):
+                raise ValueError(f"passage {i} has no 'text' string")
+            extra = {k: v for k, v in p.items() if k not in {"id", "title", "text"}}
+            docs.append(Document(id=str(p.get("id") or f"{qid}:{i}"), title=str(p.get("title") or ""),
+                                 text=p["text"], meta=extra))
+        return tuple(docs)
+    context = obj.get("context")
+    if isinstance(context, str):
+        return (Document(id=f"{qid}:context", title="", text=context),)
+    return None
+
+
+def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
+    qid = obj.get("id")
+    if not isinstance(qid, str):
+        raise FormatError("not a Complex-TR record: no 'id' string", path=path, line=line)
+    try:
+        level, hops = parse_complex_tr_id(qid)
+        answers = _answers(obj)
+        ctxs = _contexts(obj, qid)
+    except ValueError as exc:
+        raise FormatError(f"Complex-TR record {qid!r}: {exc}", path=path, line=line) from exc
+    question = obj.get("question", "")
+    if not isinstance(question, str):
+        raise FormatError(f"Complex-TR record {qid!r}: 'question' must be a string", path=path, line=line)
+    known = {"id", "question", "text_answers", "answers", "passages", "context"}
+    meta = {k: v for k, v in obj.items() if k not in known}
+    meta |= {"dataset": "complex-tr", "level": level, "hops": hops, "answerable": bool(answers)}
+    return Example(id=qid, question=question, answers=tuple(answers), ctxs=ctxs, meta=meta)
+
+
+def _squad_records(data: Any, path: Path) -> Iterator[Mapping[str, Any]]:
+    try:
+        for article in data["data"]:
+            for paragraph in article["paragraphs"]:
+                yield from paragraph["qas"]
+    except (KeyError, TypeError) as exc:
+        raise FormatError(
+            f"not a SQuAD-style file: expected data[].paragraphs[].qas[] (missing or bad {exc})", path=path
+        ) from exc
+
+
+def _whole_file_object(path: Path) -> Any:
+    """The file as one JSON value when it is not JSON Lines (a SQuAD-style file); ``None`` otherwise."""
+    with open_text(path) as fh:
+        first = next((line for line in fh if line.strip()), "")
+    try:
+        obj = json.loads(first)
+    except json.JSONDecodeError:
+        obj = None
+    if isinstance(obj, dict) and "data" not in obj:
+        return None  # JSON Lines records
+    if obj is None and not first.lstrip().startswith("{"):
+        return None  # a JSON array (or garbage) for read_json_or_jsonl to report
+    with open_text(path) as fh:
+        try:
+            return json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+
+
+def load_complex_tr(path: str | Path) -> Iterator[Example]:
+    """Yield one example per Complex-TR question, in file order."""
+    path = Path(path)
+    whole = _whole_file_object(path)
+    if whole is not None:
+        for qa in _squad_records(whole, path):
+            yield _example(qa, path, None)
+        return
+    for line, obj in read_json_or_jsonl(path):
+        yield _example(obj, path, line)

@@ -1,0 +1,25 @@
+"""Back-conversion of loaded examples to FiD JSON Lines (``{id, question, answers, ctxs: [{id, title,
+text}]}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from odqa.io import CtxKey, write_fid
+from odqa.records import Example
+
+__all__ = ["to_fid", "write_examples_fid"]
+
+
+def to_fid(example: Example, *, ctx_key: CtxKey = "ctxs") -> dict[str, Any]:
+    """The FiD record of ``example``: its documents or passages as contexts, in order (no scores)."""
+    ctxs = [{"id": doc.id, "title": doc.title, "text": doc.text} for doc in example.ctxs or ()]
+    return {"id": example.id, "question": example.question, "answers": list(example.answers), ctx_key: ctxs}
+
+
+def write_examples_fid(path: str | Path, examples: Iterable[Example], *, ctx_key: CtxKey = "ctxs") -> int:
+    """Atomically write ``examples`` as FiD JSON Lines; returns the number written."""
+    return write_fid(path, (to_fid(e, ctx_key=ctx_key) for e in examples))

@@ -1,0 +1,147 @@
+"""JEMHopQA metrics (paper 002 section 3.3), computed as the dataset's official ``evaluate.py`` does, as
+fractions:
+
+- ``a``: answer exact match (``em``, after :func:`~odqa.evaluate.ja_similarity.normalize_ja_answer`) and
+  similarity match (``score``, :class:`~odqa.evaluate.ja_similarity.TokenSimilarity`);
+- ``e``, ``r``, ``er``: derivation precision, recall and F1. Derivations ``[subj, rel, [obj, ...]]`` are
+  flattened to one triple per object; the alignment score is the best one-to-one assignment between predicted
+  and gold triples (scipy's ``linear_sum_assignment``, maximising), each pair scored by the mean similarity of
+  subject and object (``e``), of the relation (``r``), or of all three (``er``); precision = score / predicted
+  triples, recall = score / gold triples.
+
+Without chikkarpy, synonym matching is off and the result's ``note`` says so; SudachiPy's ``full`` dictionary
+is used when installed (as the official script does), ``core`` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from odqa.errors import InputError
+from odqa.evaluate._common import check_missing, mean
+from odqa.evaluate.ja_similarity import TokenSimilarity, normalize_ja_answer
+from odqa.records import Example
+
+__all__ = ["Triple", "alignment_score", "evaluate_jemhopqa", "flatten_derivations"]
+
+Triple = tuple[str, str, str]
+_DIMS: dict[str, tuple[int, ...]] = {"e": (0, 2), "r": (1,), "er": (0, 2, 1)}
+
+
+def flatten_derivations(derivations: object, where: str) -> list[Triple]:
+    """``[[subj, rel, [obj, ...]], ...]`` as one ``(subj, rel, obj)`` per object (a bare string is one)."""
+    if derivations is None:
+        return []
+    if not isinstance(derivations, list):
+        raise InputError(f"{where}: derivations must be a list of [subject, relation, [object, ...]]")
+    triples: list[Triple] = []
+    for step in derivations:
+        if not isinstance(step, (list, tuple)) or len(step) != 3:
+            raise InputError(f"{where}: derivation step {step!r} is not [subject, relation, [object, ...]]")
+        subj, rel, objs = step
+        for obj in [objs] if isinstance(objs, str) else objs:
+            triples.append((str(subj), str(rel), str(obj)))
+    return triples
+
+
+def alignment_score(
+    pred: Sequence[Triple], gold: Sequence[Triple], similarity: TokenSimilarity, dim: str
+) -> float:
+    """The best one-to-one alignment's summed pair scores, pairs scored on the parts ``dim`` names."""
+    if not pred or not gold:
+        return 0.0
+    parts = _DIMS[dim]
+    scores = np.array([[float(np.mean([similarity(p[k], g[k]) for k in parts])) for g in gold] for p in pred])
+    rows, cols = linear_sum_assignment(scores, maximize=True)
+    return float(scores[rows, cols].sum())
+
+
+@dataclass(frozen=True, slots=True)
+class _QuestionScores:
+    em: float
+    score: float
+    derivation: Mapping[str, tuple[float, float, float]]  # dim -> (precision, recall, f1)
+
+
+def _score(example: Example, pred: Mapping[str, Any], similarity: TokenSimilarity) -> _QuestionScores:
+    answer = pred.get("answer")
+    gold_answer = example.answers[0] if example.answers else ""
+    if isinstance(answer, str) and answer:
+        em = float(normalize_ja_answer(answer) == normalize_ja_answer(gold_answer))
+        score = similarity(answer, gold_answer)
+    else:
+        em = score = 0.0
+    pred_triples = flatten_derivations(pred.get("derivations"), f"prediction for {example.id!r}")
+    gold_triples = flatten_derivations(list(example.meta.get("derivations", [])), f"gold {example.id!r}")
+    derivation = {}
+    for dim in _DIMS:
+        matched = alignment_score(pred_triples, gold_triples, similarity, dim)
+        precision = matched / len(pred_triples) if pred_triples else 0.0
+        recall = matched / len(gold_triples) if gold_triples else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+        derivation[dim] = (precision, recall, f1)
+    return _QuestionScores(em=em, score=score, derivation=derivation)
+
+
+def _summary(rows: Sequence[_QuestionScores]) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {
+        "a": {"em": mean([r.em for r in rows]), "score": mean([r.score for r in rows])}
+    }
+    for dim in _DIMS:
+        values = [r.derivation[dim] for r in rows]
+        out[dim] = {name: mean([v[i] for v in values]) for i, name in enumerate(("prec", "recall", "f1"))}
+    return out
+
+
+def _as_record(qid: str, value: object) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return value
+    if value is None or isinstance(value, str):
+        return {"answer": value}
+    raise InputError(f"prediction for {qid!r} must be an answer string or an object with 'answer' and "
+                     f"'derivations', got {type(value).__name__}")
+
+
+def evaluate_jemhopqa(
+    examples: Iterable[Example],
+    predictions: Mapping[str, object],
+    *,
+    similarity: TokenSimilarity | None = None,
+    ignore_missing: bool = False,
+) -> dict[str, object]:
+    """The official ``{"a": {em, score}, "e"|"r"|"er": {prec, recall, f1}}``, per question type, a note."""
+    golds = list(examples)
+    kept = check_missing([e.id for e in golds], predictions, ignore_missing=ignore_missing)
+    similarity = similarity or TokenSimilarity()
+    rows: list[tuple[str, _QuestionScores]] = []
+    no_derivations = 0
+    for example in golds:
+        if example.id in kept:
+            record = _as_record(example.id, predictions[example.id])
+            no_derivations += "derivations" not in record
+            rows.append((str(example.meta.get("type", "unknown")), _score(example, record, similarity)))
+    out: dict[str, object] = dict(_summary([r for _, r in rows]))
+    out["by_type"] = {t: _summary([r for k, r in rows if k == t]) for t in sorted({k for k, _ in rows})}
+    out["total"] = len(rows)
+    if len(kept) < len(golds):
+        out["missing"] = len(golds) - len(kept)
+    out["note"] = _note(similarity, no_derivations)
+    return out
+
+
+def _note(similarity: TokenSimilarity, no_derivations: int) -> str:
+    notes = [f"SudachiPy dictionary: {similarity.dictionary}"
+             + ("" if similarity.dictionary == "full" else " (the official script uses full)")]
+    notes.append(
+        "synonym matching: on (chikkarpy)" if similarity.synonyms else
+        "synonym matching: off (chikkarpy is not installed; the official script uses it, so similarity "
+        "scores can be lower)"
+    )
+    if no_derivations:
+        notes.append(f"{no_derivations} predictions had no derivations (scored as empty)")
+    return "; ".join(notes)

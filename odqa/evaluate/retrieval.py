@@ -1,0 +1,55 @@
+"""Answer recall@k over FiD JSON Lines (DPR / FiD semantics): the share of answerable questions with at least
+one answer-bearing passage among their first k ``ctxs`` (or ``passages``).
+
+By default a passage's has_answer is recomputed from its title-less text with
+:func:`~odqa.evaluate.has_answer` (normalised gold answer as a whole-token span); ``use_flags=True`` takes the
+file's own ``has_answer`` flags instead, as DPR's and FiD's evaluation scripts do. Questions without gold
+answers are skipped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from odqa.errors import FormatError
+from odqa.evaluate.answers import has_answer, recall_at_k
+from odqa.records import Example
+
+__all__ = ["DEFAULT_KS", "evaluate_retrieval"]
+
+DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20, 100)
+
+
+def _flags(example: Example, *, use_flags: bool) -> list[bool]:
+    docs = example.ctxs or ()
+    if not use_flags:
+        return [has_answer(doc.text, example.answers) for doc in docs]
+    flags = []
+    for i, doc in enumerate(docs):
+        flag = doc.meta.get("has_answer")
+        if not isinstance(flag, bool):
+            raise FormatError(
+                f"question {example.id!r}: passage {i} has no boolean 'has_answer' flag (got {flag!r}); "
+                "drop --use-file-flags to recompute has_answer from the passage text"
+            )
+        flags.append(flag)
+    return flags
+
+
+def evaluate_retrieval(
+    examples: Iterable[Example], ks: Sequence[int] = DEFAULT_KS, *, use_flags: bool = False
+) -> dict[str, object]:
+    """``recall@k`` for each k (fractions), with the numbers of questions scored and skipped."""
+    rows: list[list[bool]] = []
+    skipped = no_ctxs = 0
+    for example in examples:
+        if not example.answers:
+            skipped += 1
+            continue
+        if not example.ctxs:
+            no_ctxs += 1
+        rows.append(_flags(example, use_flags=use_flags))
+    out: dict[str, object] = {f"recall@{k}": v for k, v in recall_at_k(rows, sorted(set(ks))).items()}
+    out |= {"answerable": len(rows), "unanswerable_skipped": skipped, "without_passages": no_ctxs}
+    out["has_answer"] = "file flags" if use_flags else "recomputed from text"
+    return out
