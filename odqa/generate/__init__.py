@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from odqa.generate.hieradate import DatePair, Person, hieradate_probes, read_date_pairs
+from odqa.generate.hieradate import DatePair, HieraDateConfig, Person, hieradate_probes, read_date_pairs
 from odqa.generate.pseudo import PseudoConfig, TemporalFact, pseudo_instruction_data, read_temporal_facts
 
 __all__ = [
     "DatePair",
+    "HieraDateConfig",
     "Person",
     "PseudoConfig",
     "TemporalFact",

@@ -29,6 +29,7 @@ from odqa.io import read_jsonl
 __all__ = [
     "COMPARISONS",
     "DatePair",
+    "HieraDateConfig",
     "Person",
     "hieradate_probes",
     "pair_from_dict",
@@ -194,19 +195,26 @@ def _context(raw: Any, path: str | Path, line: int | None) -> tuple[tuple[str, t
         raise FormatError("'context' must be [[title, [sentence, ...]], ...]", path=path, line=line) from exc
 
 
+@dataclass(frozen=True, slots=True)
+class HieraDateConfig:
+    """Options of :func:`hieradate_probes`: the year-only version, and the seed for template choice."""
+
+    year_only: bool = False
+    seed: int = 0
+
+
 def hieradate_probes(
-    pairs: Iterable[DatePair], *, year_only: bool = False, seed: int = 0
+    pairs: Iterable[DatePair], config: HieraDateConfig = HieraDateConfig()
 ) -> Iterator[dict[str, Any]]:
     """One HieraDate record per pair: main question and answer, extraction, reasoning and robustness probes.
 
-    Templates are drawn with ``random.Random(seed)``: the same seed gives the same output. ``year_only``
-    writes the reasoning questions with years only (paper 000, "year-only version"); ages are then whole
-    years, with month and day 0.
-    A pair whose compared values are equal has no answer and raises :class:`FormatError`.
+    Templates are drawn with ``random.Random(config.seed)``: the same seed gives the same output. The
+    year-only version (paper 000) asks the reasoning questions with years only; ages are then whole years,
+    with month and day 0. A pair whose compared values are equal has no answer: :class:`FormatError`.
     """
-    rng = random.Random(seed)
+    rng = random.Random(config.seed)
     for pair in pairs:
-        yield _probe(pair, rng, year_only)
+        yield _probe(pair, rng, config.year_only)
 
 
 def _probe(pair: DatePair, rng: random.Random, year_only: bool) -> dict[str, Any]:

@@ -153,8 +153,9 @@ def read_temporal_facts(path: str | Path) -> list[TemporalFact]:
 def _fact(obj: Mapping[str, Any], path: str | Path, line: int) -> TemporalFact:
     names = [obj.get(k) for k in ("subject", "relation", "object")]
     if not all(isinstance(v, str) and v.strip() for v in names):
-        raise FormatError(f"a fact needs 'subject', 'relation' and 'object' strings, got {dict(obj)!r}",
-                          path=path, line=line)
+        raise FormatError(f"a fact needs 'subject', 'relation' and 'object' strings; got the keys "
+                          f"{sorted(obj)} (schema: {{subject, relation, object, start, end?}})", path=path,
+                          line=line)
     subject, relation, obj_name = (str(v).strip() for v in names)
     pid = relation if relation in RELATIONS else _BY_LABEL.get(relation.lower())
     if pid is None:
