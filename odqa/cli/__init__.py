@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from odqa.cli import eval as _eval  # noqa: F401
 from odqa.cli import generate as _generate  # noqa: F401
 from odqa.cli._app import app
 

@@ -13,7 +13,7 @@ from odqa.evaluate._common import answer_string, check_missing, mean
 from odqa.evaluate.answers import exact_match, token_f1
 from odqa.records import Example
 
-__all__ = ["evaluate_answers", "evaluate_timeqa"]
+__all__ = ["evaluate_answers"]
 
 
 def _block(em: list[float], f1: list[float]) -> dict[str, float | int | None]:
@@ -44,5 +44,3 @@ def evaluate_answers(
         out["missing"] = len(golds) - len(kept)
     return out
 
-
-evaluate_timeqa = evaluate_answers

@@ -1,0 +1,89 @@
+"""Read prediction files, in odqa's format or a dataset's official one, as ``{qid: prediction}``.
+
+Accepted shapes:
+
+- odqa: JSON Lines (or a JSON array) of ``{"id", "prediction"}``, or one JSON object ``{qid: answer}``;
+- HybridQA: ``[{"question_id", "pred"}]``; Complex-TR's metric (Hugging Face SQuAD style):
+  ``[{"id", "prediction_text"}]``;
+- JEMHopQA: ``{"answer": {qid: str}, "derivations": {qid: [[subj, rel, [obj, ...]], ...]}}``, read as
+  ``{qid: {"answer", "derivations"}}``;
+- HieraDate: ``[{"_id", "answer", "ans_extract_1", ...}]``, read as ``{qid: {...the other keys}}``; so is
+  any record with an id and no prediction key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from odqa.errors import FormatError, InputError
+from odqa.io import open_text, read_jsonl
+
+__all__ = ["read_predictions"]
+
+_ID_KEYS = ("id", "_id", "question_id", "qid")
+_VALUE_KEYS = ("prediction", "pred", "prediction_text")
+
+
+def _record_value(obj: Mapping[str, Any], path: Path, line: int | None) -> tuple[str, object]:
+    id_key = next((k for k in _ID_KEYS if k in obj), None)
+    if id_key is None:
+        raise FormatError(f"prediction record has no id (one of {', '.join(_ID_KEYS)}); keys: {sorted(obj)}",
+                          path=path, line=line)
+    value_key = next((k for k in _VALUE_KEYS if k in obj), None)
+    if value_key is not None:
+        return str(obj[id_key]), obj[value_key]
+    return str(obj[id_key]), {k: v for k, v in obj.items() if k != id_key}
+
+
+def _from_records(records: Iterable[tuple[int | None, Any]], path: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for line, obj in records:
+        if not isinstance(obj, dict):
+            raise FormatError(f"expected a prediction object, got {type(obj).__name__}", path=path, line=line)
+        qid, value = _record_value(obj, path, line)
+        if qid in out:
+            raise FormatError(f"duplicate prediction for {qid!r}", path=path, line=line)
+        out[qid] = value
+    return out
+
+
+def _is_record(obj: Mapping[str, Any]) -> bool:
+    return any(k in obj for k in _ID_KEYS) and any(k in obj for k in (*_VALUE_KEYS, "answer"))
+
+
+def _from_object(obj: dict[str, Any], path: Path) -> dict[str, object]:
+    answers, derivations = obj.get("answer"), obj.get("derivations")
+    if isinstance(answers, dict) and isinstance(derivations, dict) and set(obj) <= {"answer", "derivations"}:
+        out: dict[str, object] = {}
+        for qid in dict.fromkeys([*answers, *derivations]):
+            record = {"answer": answers.get(qid)}
+            if qid in derivations:
+                record["derivations"] = derivations[qid]
+            out[str(qid)] = record
+        return out
+    if _is_record(obj):
+        return _from_records([(1, obj)], path)
+    return {str(qid): value for qid, value in obj.items()}
+
+
+def read_predictions(path: str | Path) -> dict[str, object]:
+    """``{question id: prediction}`` from any accepted shape; a bad file raises with its line number."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such prediction file; give the file your reader wrote")
+    with open_text(path) as fh:
+        text = fh.read()
+    if not text.strip():
+        raise InputError(f"{path}: the prediction file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return _from_records(read_jsonl(path), path)  # JSON Lines, or malformed JSON reported by line
+    if isinstance(data, list):
+        return _from_records(((None, item) for item in data), path)
+    if isinstance(data, dict):
+        return _from_object(data, path)
+    raise FormatError(f"expected JSON Lines, a JSON array or an object, got {type(data).__name__}", path=path)
