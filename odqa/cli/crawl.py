@@ -1,0 +1,85 @@
+"""``odqa crawl``: gather candidate documents for each question into a resumable run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from odqa.cli._app import app, console, guarded
+
+__all__ = ["crawl"]
+
+
+@app.command("crawl")
+@guarded
+def crawl(
+    questions: Annotated[Path, typer.Argument(help="Question records (JSON Lines): {id, question, ...}.")],
+    out: Annotated[Path, typer.Option("--out", help="Run folder, e.g. crawl/NAME (rerun to resume).")],
+    search: Annotated[
+        str | None, typer.Option(help="Web search: google, brave, bing, searxng or none (default none).")
+    ] = None,
+    top: Annotated[int | None, typer.Option(help="Search results kept per question (default 10).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Requests in flight in all (default 16).")] = None,
+    per_host: Annotated[int | None, typer.Option("--per-host", help="Requests in flight per host.")] = None,
+    delay: Annotated[float | None, typer.Option(help="Seconds between request starts on one host.")] = None,
+    search_endpoint: Annotated[
+        str | None, typer.Option("--search-endpoint", help="Search API URL (a self-hosted SearXNG).")
+    ] = None,
+    wikipedia_endpoint: Annotated[
+        str | None, typer.Option("--wikipedia-endpoint", help="MediaWiki site root (other language, mirror).")
+    ] = None,
+    allow_private: Annotated[
+        bool, typer.Option("--allow-private", help="Allow private, loopback and link-local addresses.")
+    ] = False,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Fetch again what failed in an earlier run.")
+    ] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="YAML file of crawl settings.")] = None,
+    dump: Annotated[
+        Path | None, typer.Option("--dump", help="MediaWiki XML dump to use instead of the Wikipedia API.")
+    ] = None,
+    html_dir: Annotated[
+        Path | None, typer.Option("--html-dir", help="Folder: <question id>/*.html, <Subject>.html.")
+    ] = None,
+    export: Annotated[
+        Path | None, typer.Option("--export", help="Also write the result as JSON Lines with ctxs.")
+    ] = None,
+) -> None:
+    """Crawl each question's Wikipedia article and web-search results: polite, safe, resumable."""
+    from odqa.config import load_config
+    from odqa.crawl import CrawlConfig, export_jsonl, run_crawl
+
+    settings = load_config(
+        CrawlConfig,
+        config,
+        search=search,
+        top=top,
+        concurrency=concurrency,
+        per_host=per_host,
+        delay=delay,
+        search_endpoint=search_endpoint,
+        wikipedia_endpoint=wikipedia_endpoint,
+        allow_private=allow_private or None,
+        retry_failed=retry_failed or None,
+        dump=None if dump is None else str(dump),
+        html_dir=None if html_dir is None else str(html_dir),
+    )
+    summary = run_crawl(questions, out, settings, console=console)
+    table = Table(title=f"odqa crawl → {out}", show_header=False)
+    table.add_row("questions", str(summary.questions))
+    table.add_row("pages", str(summary.pages))
+    table.add_row("fetched", str(summary.fetched))
+    table.add_row("extracted", str(summary.extracted))
+    for reason, count in sorted(summary.failed.items()):
+        table.add_row(f"failed: {reason}", str(count))
+    for what, count in sorted(summary.lookups_failed.items()):
+        table.add_row(f"lookup failed: {what}", str(count))
+    if summary.pending:
+        table.add_row("not yet fetched", f"{summary.pending} (rerun to continue)")
+    console.print(table)
+    if export is not None:
+        written = export_jsonl(out, export)
+        console.print(f"exported {written} questions to {export}")

@@ -1,0 +1,69 @@
+"""A crawl folder as questions with their documents: what ``odqa refine crawl/NAME`` reads, and JSON Lines."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from odqa.crawl.store import STORE_NAME, CrawlStore
+from odqa.io import write_jsonl
+from odqa.records import Document, Example
+
+__all__ = ["document_id", "export_jsonl", "is_crawl_dir", "iter_examples"]
+
+
+def is_crawl_dir(path: str | Path) -> bool:
+    """True for a folder written by ``odqa crawl`` (it holds ``crawl.sqlite``)."""
+    return (Path(path) / STORE_NAME).is_file()
+
+
+def document_id(url: str) -> str:
+    """A stable id for a page, the same in every run and for every question that shares it."""
+    return "web:" + hashlib.sha1(url.encode("utf-8")).hexdigest()[:16]
+
+
+def iter_examples(run_dir: str | Path) -> Iterator[Example]:
+    """One Example per question, in input order, with its extracted pages as ``ctxs`` (Wikipedia first, then
+    by rank).
+
+    A page that several lookups of one question returned appears once. Failed pages are left out.
+    """
+    with CrawlStore(Path(run_dir) / STORE_NAME, readonly=True) as store:
+        for example, _record in list(store.examples()):
+            docs: list[Document] = []
+            seen: set[str] = set()
+            for source, result, page in store.documents(example.id):
+                if page.url in seen:
+                    continue
+                seen.add(page.url)
+                docs.append(
+                    Document(
+                        id=document_id(page.url),
+                        title=page.title or result.title,
+                        text=page.text or "",
+                        url=page.final_url or page.url,
+                        meta={"source": source, "rank": result.rank, "date": page.date},
+                    )
+                )
+            yield replace(example, ctxs=tuple(docs))
+
+
+def _row(example: Example) -> dict[str, Any]:
+    ctxs = [
+        {"id": d.id, "title": d.title, "text": d.text, "url": d.url, **d.meta} for d in example.ctxs or ()
+    ]
+    row: dict[str, Any] = {"id": example.id, "question": example.question, "answers": list(example.answers)}
+    if example.subject:
+        row["subject"] = example.subject
+    if example.meta:
+        row["meta"] = dict(example.meta)
+    row["ctxs"] = ctxs
+    return row
+
+
+def export_jsonl(run_dir: str | Path, path: str | Path) -> int:
+    """Write the crawl as question JSON Lines with ``ctxs`` (read by every odqa stage); returns the count."""
+    return write_jsonl(path, (_row(example) for example in iter_examples(run_dir)))

@@ -1,0 +1,250 @@
+"""One crawl run: read the questions, look up their sources, fetch and extract every page once, store it all.
+
+Two resumable phases over the store: lookups (Wikipedia title, search results, dump, HTML folder), then pages.
+Whatever the store already holds is skipped, so rerunning after a crash or Ctrl-C continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from odqa.config import write_resolved
+from odqa.crawl.config import CrawlConfig
+from odqa.crawl.extract import ExtractorPool
+from odqa.crawl.fetch import Fetcher, FetchFailure
+from odqa.crawl.safety import AddressPolicy
+from odqa.crawl.search import SearchProvider, make_provider
+from odqa.crawl.sources import DumpArticle, html_files_for, read_dump, read_html_file
+from odqa.crawl.store import STORE_NAME, CrawlStore, PageRow, ResultRow, Summary, normalise_url, split_reason
+from odqa.crawl.wikipedia import Wikipedia, normalise_title
+from odqa.errors import CrawlError, FormatError, InputError
+from odqa.io import example_from_dict, read_json_or_jsonl
+from odqa.records import Example, Page
+
+__all__ = ["read_questions", "run_crawl"]
+
+
+def read_questions(path: str | Path) -> list[tuple[Example, dict[str, Any]]]:
+    """The question records of ``path`` (JSON Lines or a JSON array), checked: a question each, unique ids."""
+    examples: list[tuple[Example, dict[str, Any]]] = []
+    seen: dict[str, int | None] = {}
+    for index, (line, obj) in enumerate(read_json_or_jsonl(path)):
+        example = example_from_dict(obj, path=path, line=line, index=index)
+        if not example.question.strip():
+            raise FormatError("empty 'question'", path=path, line=line)
+        if example.id in seen:
+            raise FormatError(
+                f"duplicate id {example.id!r} (first seen on line {seen[example.id]}); ids must be "
+                "unique so a resumed crawl can match its questions",
+                path=path,
+                line=line,
+            )
+        seen[example.id] = line
+        examples.append((example, dict(obj)))
+    if not examples:
+        raise InputError(f"{path}: no questions")
+    return examples
+
+
+def _sources(config: CrawlConfig, provider: SearchProvider | None) -> list[str]:
+    sources = []
+    if config.wikipedia:
+        sources.append("dump" if config.dump else "wikipedia")
+    if config.html_dir:
+        sources.append("html")
+    if provider is not None:
+        sources.append(provider.name)
+    return sources
+
+
+def run_crawl(
+    questions: str | Path,
+    out: str | Path,
+    config: CrawlConfig,
+    *,
+    environ: Mapping[str, str] | None = None,
+    console: Console | None = None,
+) -> Summary:
+    """Crawl the questions of ``questions`` into the folder ``out`` (new, or resumed); returns its summary.
+
+    API keys come from ``environ`` (default: the process environment). ``console`` shows progress bars.
+    """
+    provider = make_provider(config, os.environ if environ is None else environ)
+    for folder, name in ((config.html_dir, "--html-dir"), (config.dump, "--dump")):
+        if folder and not Path(folder).exists():
+            raise InputError(f"{name} {folder}: does not exist")
+    examples = read_questions(questions)
+    out = Path(out)
+    with CrawlStore(out / STORE_NAME) as store:
+        store.add_questions(examples)
+        write_resolved(config, out / "crawl")
+        with Progress(
+            TextColumn("{task.description:<8}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=console is None,
+        ) as progress:
+            asyncio.run(_Run(config, store, provider, progress).run())
+        return store.summary()
+
+
+async def _bounded(jobs: Iterable[Callable[[], Awaitable[None]]], limit: int) -> None:
+    """Run ``jobs`` with at most ``limit`` started and unfinished; the per-host slots inside set the pace."""
+    running: set[asyncio.Task[None]] = set()
+    for job in jobs:
+        if len(running) >= limit:
+            _done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in _done:
+                task.result()
+        running.add(asyncio.ensure_future(job()))
+    for outcome in await asyncio.gather(*running, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+class _Run:
+    """The state of one run: its fetcher, extractor pool and progress bars."""
+
+    def __init__(
+        self, config: CrawlConfig, store: CrawlStore, provider: SearchProvider | None, progress: Progress
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.provider = provider
+        self.progress = progress
+        self.wikipedia = Wikipedia(config.wikipedia_endpoint)
+        self.window = config.concurrency * 8  # tasks started ahead, so idle hosts never wait behind busy ones
+
+    async def run(self) -> None:
+        policy = AddressPolicy.trusting(
+            [self.config.search_endpoint, self.config.wikipedia_endpoint],
+            allow_private=self.config.allow_private,
+        )
+        lookups = self.store.pending_lookups(
+            _sources(self.config, self.provider), retry_failed=self.config.retry_failed
+        )
+        async with Fetcher(self.config, policy) as fetcher:
+            dump_jobs = [example for example, source in lookups if source == "dump"]
+            if dump_jobs:
+                self._save_dump_lookups(
+                    dump_jobs,
+                    await asyncio.to_thread(
+                        read_dump, self.config.dump or "", {e.subject for e in dump_jobs if e.subject}
+                    ),
+                )
+            online = [(e, s) for e, s in lookups if s != "dump"]
+            task = self.progress.add_task("lookups", total=len(online))
+            await _bounded((self._lookup_job(fetcher, e, s, task) for e, s in online), self.window)
+            pages = _interleave_hosts(self.store.pending_pages(retry_failed=self.config.retry_failed))
+            task = self.progress.add_task("pages", total=len(pages))
+            with ExtractorPool(self.config.extract_workers, self.config.extract_timeout) as pool:
+                await _bounded(
+                    (self._page_job(fetcher, pool, url, robots, task) for url, robots in pages), self.window
+                )
+
+    def _lookup_job(
+        self, fetcher: Fetcher, example: Example, source: str, task: Any
+    ) -> Callable[[], Awaitable[None]]:
+        async def job() -> None:
+            error = None
+            try:
+                results = await self._lookup(fetcher, example, source)
+            except FetchFailure as failure:
+                results, error = [], str(failure)
+            self.store.save_lookup(example.id, source, results, error=error)
+            self.progress.advance(task)
+
+        return job
+
+    async def _lookup(self, fetcher: Fetcher, example: Example, source: str) -> list[ResultRow]:
+        if source == "wikipedia":
+            title = example.subject
+            if not title:
+                request = self.wikipedia.search_request(example.question)
+                title = self.wikipedia.parse_search(
+                    await fetcher.get_json(request.url, params=request.params)
+                )
+            return [ResultRow(self.wikipedia.html_url(title), 0, normalise_title(title))] if title else []
+        if source == "html":
+            files = html_files_for(self.config.html_dir or "", example)
+            return [ResultRow(path.resolve().as_uri(), rank, path.stem) for rank, path in enumerate(files)]
+        if self.provider is None or source != self.provider.name:
+            raise CrawlError(
+                f"no lookup for source {source!r}; valid: wikipedia, dump, html or the search provider"
+            )
+        found: dict[str, ResultRow] = {}
+        for request in self.provider.requests(example.question, self.config.top):
+            hits = self.provider.parse(
+                await fetcher.get_json(request.url, params=request.params, headers=request.headers)
+            )
+            for hit in hits:
+                url = normalise_url(hit.url)
+                if (
+                    url.startswith(("http://", "https://"))
+                    and url not in found
+                    and len(found) < self.config.top
+                ):
+                    found[url] = ResultRow(url, len(found), hit.title)
+            if not hits or len(found) >= self.config.top:
+                break
+        return list(found.values())
+
+    def _save_dump_lookups(self, examples: list[Example], articles: Mapping[str, DumpArticle]) -> None:
+        """Store the dump's article for each question (the dump was read in one streaming pass)."""
+        for example in examples:
+            article = articles.get(normalise_title(example.subject)) if example.subject else None
+            if article is None:
+                self.store.save_lookup(example.id, "dump", [])
+                continue
+            page = PageRow(article.url, "ok", final_url=article.url, title=article.title, text=article.text)
+            self.store.save_lookup(
+                example.id, "dump", [ResultRow(article.url, 0, article.title)], pages=[page]
+            )
+
+    def _page_job(
+        self, fetcher: Fetcher, pool: ExtractorPool, url: str, robots: bool, task: Any
+    ) -> Callable[[], Awaitable[None]]:
+        async def job() -> None:
+            if url.startswith("file:"):
+                page = read_html_file(url, self.config.html_dir or "", self.config.max_bytes)
+            else:
+                page = await fetcher.fetch_page(url, check_robots=robots and self.config.robots)
+            self.store.save_page(await self._extract(pool, page))
+            self.progress.advance(task)
+
+        return job
+
+    @staticmethod
+    async def _extract(pool: ExtractorPool, page: Page) -> PageRow:
+        base = PageRow(page.url, "failed", final_url=page.final_url, http_status=page.http_status,
+                       content_type=page.content_type)
+        if page.status != "ok" or page.html is None:
+            reason, detail = split_reason(page.error)
+            return replace(base, reason=reason, detail=detail)
+        extraction = await pool.aextract(page.html, page.final_url or page.url)
+        if extraction.reason is not None:
+            reason, detail = split_reason(extraction.reason)
+            return replace(base, reason=reason, detail=detail, title=extraction.title or None)
+        return replace(base, status="ok", title=extraction.title, date=extraction.date, text=extraction.text)
+
+def _interleave_hosts(pages: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """Reorder round-robin over hosts, so a window of started tasks spans many hosts instead of one."""
+    by_host: dict[str, list[tuple[str, bool]]] = {}
+    for item in pages:
+        host = item[0].split("/", 3)[2] if "://" in item[0] else ""
+        by_host.setdefault(host, []).append(item)
+    queues = list(by_host.values())
+    ordered: list[tuple[str, bool]] = []
+    for depth in range(max((len(q) for q in queues), default=0)):
+        ordered.extend(q[depth] for q in queues if depth < len(q))
+    return ordered

@@ -1,0 +1,171 @@
+"""Offline sources, for users without keys or network: a MediaWiki XML dump and a folder of HTML files.
+
+A dump is streamed (never loaded whole) and its wikitext turned into plain text with mwparserfromhell. A
+folder gives each question the files under ``DIR/<question id>/`` and the file ``DIR/<Subject>.html``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, cast
+from urllib.parse import quote, unquote, urlsplit
+
+from odqa._optional import require
+from odqa.crawl.fetch import decode_html
+from odqa.crawl.wikipedia import normalise_title
+from odqa.errors import InputError
+from odqa.records import Example, Page
+
+__all__ = ["DumpArticle", "html_files_for", "read_dump", "read_html_file", "wikitext_to_text"]
+
+_HIDDEN_TAGS = frozenset({"ref", "references", "gallery", "math", "score", "timeline", "syntaxhighlight"})
+_MEDIA_NAMESPACES = frozenset({"6", "14", "-2"})  # File, Category, Media: their links are not prose
+_HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
+
+
+@dataclass(frozen=True)
+class DumpArticle:
+    """One article of a dump, as plain text, with the URL it has on the dumped site."""
+
+    title: str
+    text: str
+    url: str
+
+
+def wikitext_to_text(
+    wikitext: str, hidden_prefixes: Iterable[str] = ("file", "image", "category", "media")
+) -> str:
+    """Plain prose from wikitext: templates, references, file and category links dropped, link text kept."""
+    mwparser = require("mwparserfromhell", "crawl")
+    code = mwparser.parse(wikitext)
+    prefixes = {p.lower() for p in hidden_prefixes}
+    for node in code.filter(recursive=True, forcetype=(mwparser.nodes.Tag, mwparser.nodes.Wikilink)):
+        hidden = (
+            str(node.tag).strip().lower() in _HIDDEN_TAGS
+            if isinstance(node, mwparser.nodes.Tag)
+            else str(node.title).split(":", 1)[0].strip().lower() in prefixes and ":" in str(node.title)
+        )
+        if hidden:
+            with contextlib.suppress(ValueError):  # already gone with a removed parent
+                code.remove(node)
+    text = code.strip_code(normalize=True, collapse=True)
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _open_dump(path: Path) -> IO[bytes]:
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if path.suffix in {".gz", ".gzip"}:
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb")
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _iter_dump(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """Stream ``("siteinfo", {...})`` then ``("page", {title, ns, text, redirect})`` items from a dump."""
+    try:
+        with _open_dump(path) as fh:
+            for _event, elem in ET.iterparse(fh, events=("end",)):
+                name = _local(elem.tag)
+                if name == "siteinfo":
+                    info = {"base": ""}
+                    for child in elem.iter():
+                        if _local(child.tag) == "base":
+                            info["base"] = child.text or ""
+                        elif _local(child.tag) == "namespace" and child.get("key") in _MEDIA_NAMESPACES:
+                            info[f"ns:{(child.text or '').lower()}"] = "hidden"
+                    yield "siteinfo", info
+                    elem.clear()
+                elif name == "page":
+                    page = {"title": "", "ns": "0", "text": "", "redirect": ""}
+                    for child in elem.iter():
+                        local = _local(child.tag)
+                        if local in {"title", "ns", "text"}:
+                            page[local] = child.text or ""
+                        elif local == "redirect":
+                            page["redirect"] = child.get("title", "")
+                    yield "page", page
+                    elem.clear()
+    except ET.ParseError as exc:
+        raise InputError(
+            f"{path}: not a valid MediaWiki XML dump ({exc}); give a pages-articles .xml(.bz2)"
+        ) from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the dump: {exc}") from exc
+
+
+def read_dump(path: str | Path, titles: Iterable[str]) -> dict[str, DumpArticle]:
+    """The articles named ``titles`` (normalised title -> article), redirects followed one hop.
+
+    One streaming pass, plus a second one only for redirect targets that appeared before their redirect.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such dump file")
+    wanted = {normalise_title(t) for t in titles}
+    found: dict[str, DumpArticle] = {}
+    redirects: dict[str, str] = {}
+    for _pass in range(2):
+        targets = set(redirects.values()) - set(found)
+        if _pass == 1 and not targets:
+            break
+        base, hidden = "", ["file", "image", "category", "media"]
+        look = wanted | targets
+        for kind, item in _iter_dump(path):
+            if kind == "siteinfo":
+                base = item["base"].rsplit("/", 1)[0] + "/" if item["base"] else ""
+                hidden += [key[3:] for key in item if key.startswith("ns:")]
+                continue
+            title = normalise_title(item["title"])
+            if item["ns"] != "0" or title not in look or title in found:
+                continue
+            if item["redirect"]:
+                redirects[title] = normalise_title(item["redirect"])
+                look.add(redirects[title])
+                continue
+            url = f"{base}{quote(title.replace(' ', '_'))}" if base else f"dump:{path.name}#{title}"
+            found[title] = DumpArticle(title, wikitext_to_text(item["text"], hidden), url)
+    for source, target in redirects.items():
+        if target in found and source not in found:
+            found[source] = found[target]
+    return {title: found[title] for title in wanted if title in found}
+
+
+def html_files_for(root: str | Path, example: Example) -> list[Path]:
+    """The HTML files of one question: ``root/<id>/*.html`` in name order, then ``root/<Subject>.html``."""
+    root = Path(root)
+    files = sorted(p for p in (root / example.id).glob("*") if p.suffix.lower() in _HTML_SUFFIXES)
+    if example.subject:
+        for stem in {example.subject, example.subject.replace(" ", "_")}:
+            for suffix in sorted(_HTML_SUFFIXES):
+                candidate = root / f"{stem}{suffix}"
+                if candidate.is_file() and candidate not in files:
+                    files.append(candidate)
+    return files
+
+
+def read_html_file(url: str, root: str | Path, max_bytes: int) -> Page:
+    """A ``file://`` result as a Page; refuses files outside ``root`` and files over ``max_bytes``."""
+    path = Path(unquote(urlsplit(url).path)).resolve()
+    if not path.is_relative_to(Path(root).resolve()):
+        return Page(url=url, status="error", error=f"blocked_address: {path} is outside --html-dir")
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            return Page(url=url, status="error", error=f"too_large: {size} bytes > {max_bytes}")
+        body = path.read_bytes()
+    except OSError as exc:
+        return Page(url=url, status="error", error=f"error: {exc.strerror or exc}")
+    if b"\x00" in body[:2048]:
+        return Page(url=url, status="error", error="not_html: binary file")
+    return Page(url=url, status="ok", content_type="text/html", html=decode_html(body, None), final_url=url)

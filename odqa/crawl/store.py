@@ -1,0 +1,339 @@
+"""The crawl store: one SQLite database (WAL mode) per run folder, ``crawl.sqlite``.
+
+Tables: ``questions`` (the input records), ``lookups`` (one per question and source: Wikipedia, a search
+engine, the dump, the HTML folder, with its outcome), ``results`` (the ranked URLs a lookup gave), ``pages``
+(one row per normalised URL, fetched once however many questions share it, with its status and reason).
+Every write is one transaction, so a killed process loses at most the work in flight and never leaves a
+half-written row.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from odqa._optional import require
+from odqa.errors import CrawlError
+from odqa.records import Example
+
+__all__ = ["STORE_NAME", "CrawlStore", "PageRow", "ResultRow", "Summary", "normalise_url", "split_reason"]
+
+STORE_NAME = "crawl.sqlite"
+SCHEMA_VERSION = "1"
+API_SOURCES = frozenset({"wikipedia"})  # fetched from an API: robots.txt does not apply
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS questions (
+    id TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS lookups (
+    question_id TEXT NOT NULL REFERENCES questions(id),
+    source TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    reason TEXT,
+    detail TEXT,
+    finished_at REAL NOT NULL,
+    PRIMARY KEY (question_id, source)
+);
+CREATE TABLE IF NOT EXISTS results (
+    question_id TEXT NOT NULL REFERENCES questions(id),
+    source TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (question_id, source, rank)
+);
+CREATE INDEX IF NOT EXISTS results_by_url ON results (url);
+CREATE TABLE IF NOT EXISTS pages (
+    url TEXT PRIMARY KEY,
+    final_url TEXT,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    reason TEXT,
+    detail TEXT,
+    http_status INTEGER,
+    content_type TEXT,
+    title TEXT,
+    date TEXT,
+    text TEXT,
+    finished_at REAL NOT NULL
+);
+"""
+
+
+def normalise_url(url: str) -> str:
+    """The key of a web page: courlan's normal form (lower-case host, no fragment, no default port, ...)."""
+    if not url.startswith(("http://", "https://")):
+        return url
+    courlan = require("courlan", "crawl")
+    try:
+        return str(courlan.normalize_url(url))
+    except ValueError:
+        return url
+
+
+def split_reason(error: str | None) -> tuple[str | None, str | None]:
+    """``"http_404: detail"`` -> ``("http_404", "detail")``: the short reason is what summaries count."""
+    if not error:
+        return None, None
+    reason, _, detail = error.partition(": ")
+    return reason, detail or None
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One ranked URL a lookup gave for a question."""
+
+    url: str
+    rank: int
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class PageRow:
+    """The stored outcome of one page: its text when ``status == "ok"``, else its reason."""
+
+    url: str
+    status: str
+    reason: str | None = None
+    detail: str | None = None
+    final_url: str | None = None
+    http_status: int | None = None
+    content_type: str | None = None
+    title: str | None = None
+    date: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a run folder holds: counts for the end-of-run table and for tests."""
+
+    questions: int
+    lookups_failed: dict[str, int]
+    pages: int
+    fetched: int
+    extracted: int
+    failed: dict[str, int]
+    pending: int
+
+
+class CrawlStore:
+    """The SQLite store of one run folder. Use as a context manager; every write method is one transaction."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        try:
+            if readonly:
+                if not self.path.is_file():
+                    raise CrawlError(
+                        f"{self.path}: no crawl store here; run `odqa crawl QUESTIONS --out DIR` first"
+                    )
+                self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(
+                    "PRAGMA synchronous=NORMAL"
+                )  # with WAL: a process crash loses nothing committed
+                self._db.executescript(_SCHEMA)
+                self._check_version()
+            self._db.execute("PRAGMA busy_timeout=10000")
+        except sqlite3.DatabaseError as exc:
+            raise CrawlError(
+                f"{self.path}: not a usable crawl store ({exc}); use a new --out folder"
+            ) from exc
+
+    def _check_version(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise CrawlError(
+                f"{self.path}: store schema {row[0]}, this odqa writes {SCHEMA_VERSION}; "
+                "use a new --out folder"
+            )
+
+    def __enter__(self) -> CrawlStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _transaction(self) -> sqlite3.Connection:
+        self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` as one transaction: all of them, or none."""
+        db = self._transaction()
+        try:
+            for sql, params in statements:
+                db.execute(sql, params)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def add_questions(self, examples: Sequence[tuple[Example, dict[str, Any]]]) -> None:
+        """Record the input questions (record as given); ones already stored are kept as they are."""
+        start = self._db.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM questions").fetchone()[0]
+        self._write(
+            (
+                "INSERT OR IGNORE INTO questions (id, position, record) VALUES (?, ?, ?)",
+                (example.id, start + i, json.dumps(record, ensure_ascii=False)),
+            )
+            for i, (example, record) in enumerate(examples)
+        )
+
+    def examples(self) -> Iterator[tuple[Example, dict[str, Any]]]:
+        """Stored questions in input order, with the records they came from."""
+        from odqa.io import example_from_dict
+
+        rows = self._db.execute("SELECT id, position, record FROM questions ORDER BY position").fetchall()
+        for _qid, position, record in rows:
+            obj = json.loads(record)
+            yield example_from_dict(obj, path=self.path, index=position), obj
+
+    def pending_lookups(self, sources: Sequence[str], *, retry_failed: bool) -> list[tuple[Example, str]]:
+        """(question, source) pairs still to look up: never done, or failed when ``retry_failed``."""
+        done = {
+            (qid, source)
+            for qid, source, status in self._db.execute("SELECT question_id, source, status FROM lookups")
+            if status == "ok" or not retry_failed
+        }
+        return [
+            (example, source)
+            for example, _record in self.examples()
+            for source in sources
+            if (example.id, source) not in done
+        ]
+
+    def save_lookup(
+        self,
+        question_id: str,
+        source: str,
+        results: Sequence[ResultRow],
+        *,
+        error: str | None = None,
+        pages: Sequence[PageRow] = (),
+    ) -> None:
+        """Replace a lookup's results (and store pages it already produced, e.g. from a dump) in one go."""
+        reason, detail = split_reason(error)
+        statements: list[tuple[str, Sequence[Any]]] = [
+            ("DELETE FROM results WHERE question_id = ? AND source = ?", (question_id, source)),
+            *(
+                (
+                    "INSERT INTO results (question_id, source, rank, url, title) VALUES (?, ?, ?, ?, ?)",
+                    (question_id, source, r.rank, r.url, r.title),
+                )
+                for r in results
+            ),
+            *(self._page_statement(page) for page in pages),
+            (
+                "INSERT INTO lookups (question_id, source, status, reason, detail, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (question_id, source) DO UPDATE SET "
+                "status = excluded.status, reason = excluded.reason, detail = excluded.detail, "
+                "finished_at = excluded.finished_at",
+                (question_id, source, "failed" if error else "ok", reason, detail, time.time()),
+            ),
+        ]
+        self._write(statements)
+
+    def pending_pages(self, *, retry_failed: bool) -> list[tuple[str, bool]]:
+        """(url, check_robots) for each result URL with no stored page (or a failed one, when retrying).
+
+        Ordered by first appearance; robots.txt applies unless every lookup that gave the URL is an API.
+        """
+        api = ", ".join(f"'{s}'" for s in sorted(API_SOURCES))
+        rows = self._db.execute(
+            f"SELECT r.url, MAX(r.source NOT IN ({api})) FROM results r LEFT JOIN pages p ON p.url = r.url "
+            "WHERE p.url IS NULL OR (? AND p.status = 'failed') GROUP BY r.url ORDER BY MIN(r.rowid)",
+            (retry_failed,),
+        ).fetchall()
+        return [(url, bool(robots)) for url, robots in rows]
+
+    @staticmethod
+    def _page_statement(page: PageRow) -> tuple[str, Sequence[Any]]:
+        return (
+            "INSERT INTO pages (url, final_url, status, reason, detail, http_status, content_type, title, "
+            "date, text, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (url) DO UPDATE SET "
+            "final_url = excluded.final_url, status = excluded.status, reason = excluded.reason, "
+            "detail = excluded.detail, http_status = excluded.http_status, "
+            "content_type = excluded.content_type, title = excluded.title, date = excluded.date, "
+            "text = excluded.text, finished_at = excluded.finished_at",
+            (
+                page.url,
+                page.final_url,
+                page.status,
+                page.reason,
+                page.detail,
+                page.http_status,
+                page.content_type,
+                page.title,
+                page.date,
+                page.text,
+                time.time(),
+            ),
+        )
+
+    def save_page(self, page: PageRow) -> None:
+        """Store one page's outcome (replacing an earlier failure when retrying)."""
+        self._write([self._page_statement(page)])
+
+    def documents(self, question_id: str) -> list[tuple[str, ResultRow, PageRow]]:
+        """(source, result, page) for each extracted page of one question, in source then rank order."""
+        rows = self._db.execute(
+            "SELECT r.source, r.rank, r.url, r.title, p.final_url, p.title, p.date, p.text FROM results r "
+            "JOIN pages p ON p.url = r.url WHERE r.question_id = ? AND p.status = 'ok' "
+            "ORDER BY CASE r.source WHEN 'wikipedia' THEN 0 WHEN 'dump' THEN 0 WHEN 'html' THEN 1 ELSE 2 END,"
+            " r.rank",
+            (question_id,),
+        ).fetchall()
+        return [
+            (
+                source,
+                ResultRow(url, rank, rtitle),
+                PageRow(url, "ok", final_url=final, title=ptitle, date=date, text=text),
+            )
+            for source, rank, url, rtitle, final, ptitle, date, text in rows
+        ]
+
+    def summary(self) -> Summary:
+        """Counts over the whole store: questions, pages fetched / extracted, failures by reason."""
+        one = self._db.execute
+        failed = Counter(
+            dict(one("SELECT reason, COUNT(*) FROM pages WHERE status = 'failed' GROUP BY reason"))
+        )
+        lookups = Counter(
+            dict(
+                one(
+                    "SELECT source || ': ' || reason, COUNT(*) FROM lookups "
+                    "WHERE status = 'failed' GROUP BY source, reason"
+                )
+            )
+        )
+        extracted = one("SELECT COUNT(*) FROM pages WHERE status = 'ok'").fetchone()[0]
+        fetched = extracted + sum(n for r, n in failed.items() if r and r.startswith("extraction_"))
+        return Summary(
+            questions=one("SELECT COUNT(*) FROM questions").fetchone()[0],
+            lookups_failed=dict(lookups),
+            pages=one("SELECT COUNT(*) FROM pages").fetchone()[0],
+            fetched=fetched,
+            extracted=extracted,
+            failed=dict(failed),
+            pending=len(self.pending_pages(retry_failed=False)),
+        )
