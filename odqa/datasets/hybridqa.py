@@ -1,0 +1,163 @@
+"""HybridQA (Chen et al., 2020; paper 003): questions over a Wikipedia table and the pages its cells link to.
+
+Files, as the HybridQA repository lays them out:
+
+- ``WikiTables-WithLinks/tables_tok/<table_id>.json``: ``{url, title, header, data, section_title,
+  section_text, uid}``; ``header`` and every cell of ``data`` are ``[text, [link, ...]]``;
+- ``WikiTables-WithLinks/request_tok/<table_id>.json``: ``{link: introduction text of the linked page}``;
+- questions (``train.json``, ``dev.json``, ...): a JSON array of ``{question_id, question, table_id,
+  answer-text?, ...}``.
+
+A table becomes documents: one per row, ``"header: value"`` pairs (title = table title), and one per linked
+page, tied to the cells that link to it (``meta["cells"]``, ``[[row, column], ...]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from odqa.errors import FormatError, InputError
+from odqa.io import read_json_or_jsonl
+from odqa.records import Document, Example, Passage
+
+__all__ = [
+    "Cell",
+    "Table",
+    "load_hybridqa",
+    "load_table",
+    "table_documents",
+    "table_passages",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One table cell: its text and the Wikipedia links it carries (``/wiki/...``)."""
+
+    text: str
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A HybridQA table with the introductions of the pages its cells link to (``passages``: link -> text)."""
+
+    id: str
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    url: str = ""
+    section_title: str = ""
+    section_text: str = ""
+    passages: Mapping[str, str] = field(default_factory=dict)
+
+    def row_id(self, row: int) -> str:
+        """The passage id of a row: ``<table_id>#row=<row>``."""
+        return f"{self.id}#row={row}"
+
+    def link_id(self, link: str) -> str:
+        """The passage id of a linked page: ``<table_id>#<link>``."""
+        return f"{self.id}#{link}"
+
+    def cells_linking(self) -> dict[str, list[tuple[int, int]]]:
+        """Each link that has a passage, with the ``(row, column)`` of every cell that carries it."""
+        cells: dict[str, list[tuple[int, int]]] = {}
+        for r, row in enumerate(self.rows):
+            for c, cell in enumerate(row):
+                for link in cell.links:
+                    if link in self.passages:
+                        cells.setdefault(link, []).append((r, c))
+        return cells
+
+
+def load_table(tables_dir: str | Path, table_id: str) -> Table:
+    """Read one table and its linked passages from a ``WikiTables-WithLinks`` directory."""
+    root = Path(tables_dir)
+    table_path = root / "tables_tok" / f"{table_id}.json"
+    request_path = root / "request_tok" / f"{table_id}.json"
+    if not table_path.is_file():
+        raise InputError(f"table {table_id!r} not found at {table_path}; point tables_dir at HybridQA's "
+                         "WikiTables-WithLinks directory (with tables_tok/ and request_tok/)")
+    raw = _read_json(table_path)
+    passages = _read_json(request_path) if request_path.is_file() else {}
+    if not isinstance(passages, dict) or not all(isinstance(v, str) for v in passages.values()):
+        raise FormatError("expected an object {link: passage text}", path=request_path)
+    try:
+        header = tuple(_cell(h).text for h in raw["header"])
+        rows = tuple(tuple(_cell(c) for c in row) for row in raw["data"])
+        title = str(raw["title"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"not a HybridQA table (bad or missing {exc}); expected url, title, header and "
+                          "data with cells as [text, [link, ...]]", path=table_path) from exc
+    for number, row in enumerate(rows):
+        if len(row) != len(header):
+            raise FormatError(f"row {number} has {len(row)} cells, the header {len(header)}", path=table_path)
+    return Table(id=str(raw.get("uid") or table_id), title=title, header=header, rows=rows,
+                 url=str(raw.get("url") or ""), section_title=str(raw.get("section_title") or ""),
+                 section_text=str(raw.get("section_text") or ""), passages=passages)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+
+
+def _cell(raw: Any) -> Cell:
+    text, links = raw
+    if not isinstance(text, str) or not isinstance(links, list):
+        raise ValueError(f"cell {raw!r}")
+    return Cell(text, tuple(str(link) for link in links))
+
+
+def _page_title(link: str) -> str:
+    # "/wiki/Bay,_Somalia" -> "Bay, Somalia"
+    return unquote(link.rsplit("/", 1)[-1]).replace("_", " ")
+
+
+def table_documents(table: Table) -> tuple[Document, ...]:
+    """Row documents (``meta["kind"] == "row"``) then linked-page documents (``"passage"``), table order."""
+    docs = []
+    for r, row in enumerate(table.rows):
+        text = "; ".join(f"{name}: {cell.text}" for name, cell in zip(table.header, row, strict=True))
+        links = sorted({link for cell in row for link in cell.links if link in table.passages})
+        docs.append(Document(id=table.row_id(r), title=table.title, text=text, url=table.url,
+                             meta={"kind": "row", "table_id": table.id, "row": r, "links": links}))
+    for link, cells in table.cells_linking().items():
+        docs.append(Document(id=table.link_id(link), title=_page_title(link), text=table.passages[link],
+                             meta={"kind": "passage", "table_id": table.id, "link": link,
+                                   "cells": [list(cell) for cell in cells]}))
+    return tuple(docs)
+
+
+def table_passages(table: Table) -> list[Passage]:
+    """:func:`table_documents` as retrievable passages (ids keep the row or the link)."""
+    return [Passage(id=d.id, doc_id=table.id, title=d.title, text=d.text) for d in table_documents(table)]
+
+
+def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Example]:
+    """Yield one example per question, its table as context (rows and linked passages, see module doc)."""
+    path = Path(questions)
+    tables: dict[str, Table] = {}
+    for line, obj in read_json_or_jsonl(path):
+        try:
+            qid, question, table_id = obj["question_id"], obj["question"], obj["table_id"]
+        except KeyError as exc:
+            raise FormatError(f"not a HybridQA question: missing {exc}; expected question_id, question, "
+                              "table_id and, with gold, answer-text", path=path, line=line) from exc
+        if table_id not in tables:
+            tables[table_id] = load_table(tables_dir, table_id)
+        table = tables[table_id]
+        answer = obj.get("answer-text")
+        known = {"question_id", "question", "table_id", "answer-text"}
+        meta = {k: v for k, v in obj.items() if k not in known} | {
+            "dataset": "hybridqa", "table_id": table_id, "table_title": table.title}
+        answers = () if answer is None else (str(answer),)
+        yield Example(id=str(qid), question=str(question), answers=answers, ctxs=table_documents(table),
+                      meta=meta)
