@@ -1,0 +1,217 @@
+"""Table-aware retrieval over one HybridQA table and its linked passages (paper 003, section 4, "Linking").
+
+Linking finds the cells a question points at, from two sources:
+
+- cell matching: the cell's value is mentioned in the question (``exact``), is greater/less than a number the
+  question compares with ("more than 300,000": ``greater``/``less``), or is the maximum/minimum of its column
+  when the question uses a superlative ("highest", "earliest": ``argmax``/``argmin``); a column whose header
+  the question names is preferred;
+- passage retrieval: TF-IDF over word unigrams and bigrams between the question and every linked passage
+  (similarity normalised by the best passage); a retrieved passage links the cells that carry it.
+
+Ranking: a row scores its best linked cell (passage links weighted by ``passage_weight``); a linked passage
+scores ``hop`` times its best row plus ``1 - hop`` times its own similarity, so the answer passage of a
+matched row (Table -> Passage) and the rows of a matched passage (Passage -> Table) both rise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from odqa.datasets.hybridqa import Table, table_passages
+from odqa.dates import parse_date
+from odqa.errors import ConfigError
+from odqa.records import Hit
+
+__all__ = ["CellLink", "TableRetriever"]
+
+Source = Literal["exact", "greater", "less", "argmax", "argmin", "passage"]
+
+_WORD = re.compile(r"\w+")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_STOPWORDS = frozenset(_WORD.findall(
+    "a an the and or of at by for with to from in on is are was were be been what which who whom whose when "
+    "where how that this these those it its as than did does do has have had his her their he she they"
+))
+_GREATER = r"more than|greater than|larger than|higher than|bigger than|over|above|exceeding|at least"
+_LESS = r"less than|fewer than|smaller than|lower than|under|below|at most"
+_COMPARISON = re.compile(rf"\b(?:(?P<gt>{_GREATER})|(?P<lt>{_LESS}))\s+(?P<number>\d+(?:\.\d+)?)")
+_NUMERIC_MAX = frozenset({"highest", "largest", "biggest", "greatest", "most", "maximum", "top"})
+_NUMERIC_MIN = frozenset({"lowest", "smallest", "least", "fewest", "minimum"})
+_DATE_MIN = frozenset({"earliest", "first", "oldest"})
+_DATE_MAX = frozenset({"latest", "last", "newest", "recent"})
+
+_SCORES: dict[Source, float] = {"exact": 1.0, "greater": 0.9, "less": 0.9, "argmax": 0.9, "argmin": 0.9}
+
+
+@dataclass(frozen=True, slots=True)
+class CellLink:
+    """A cell the question links to, why (``source``), and how strongly (``score`` in [0, 1])."""
+
+    row: int
+    column: int
+    source: Source
+    score: float
+
+
+def _tokens(text: str) -> list[str]:
+    """Lowercased word tokens; thousands separators dropped so '550,000' reads as one number."""
+    return _WORD.findall(_THOUSANDS.sub("", text.lower()))
+
+
+def _number(text: str) -> float | None:
+    cleaned = _THOUSANDS.sub("", text).replace(" ", "")
+    return float(cleaned) if _NUMBER.fullmatch(cleaned) else None
+
+
+def _date(text: str) -> int | None:
+    try:
+        return parse_date(text).filled().toordinal()
+    except ValueError:
+        return None
+
+
+class _TfIdf:
+    """Cosine similarity over sublinear TF-IDF vectors of word unigrams and bigrams."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        grams = [self._grams(t) for t in texts]
+        df = Counter(g for doc in grams for g in set(doc))
+        self._idf = {g: math.log((1 + len(texts)) / (1 + n)) + 1.0 for g, n in df.items()}
+        self._vectors = [self._vector(doc) for doc in grams]
+
+    @staticmethod
+    def _grams(text: str) -> Counter[str]:
+        words = _tokens(text)
+        grams = Counter(w for w in words if w not in _STOPWORDS)
+        grams.update(f"{a} {b}" for a, b in itertools.pairwise(words)
+                     if a not in _STOPWORDS or b not in _STOPWORDS)
+        return grams
+
+    def _vector(self, grams: Counter[str]) -> dict[str, float]:
+        weights = {g: (1 + math.log(n)) * self._idf[g] for g, n in grams.items() if g in self._idf}
+        norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+        return {g: w / norm for g, w in weights.items()}
+
+    def similarities(self, text: str) -> list[float]:
+        query = self._vector(self._grams(text))
+        return [sum(w * doc.get(g, 0.0) for g, w in query.items()) for doc in self._vectors]
+
+
+class TableRetriever:
+    """Ranks one table's row passages and linked passages for each question, best first (a Retriever)."""
+
+    def __init__(self, table: Table, *, hop: float = 0.9, passage_weight: float = 0.8) -> None:
+        if not 0.0 <= hop <= 1.0 or not 0.0 <= passage_weight <= 1.0:
+            raise ConfigError(f"hop and passage_weight must lie in [0, 1], got {hop} and {passage_weight}")
+        self.table = table
+        self._hop = hop
+        self._passage_weight = passage_weight
+        self._passages = table_passages(table)
+        self._row_count = len(table.rows)
+        self._cells_of = table.cells_linking()
+        self._links = list(self._cells_of)
+        self._rows_of = [sorted({r for r, _ in self._cells_of[link]}) for link in self._links]
+        self._passage_tfidf = _TfIdf([table.passages[link] for link in self._links])
+        self._row_tfidf = _TfIdf([p.text for p in self._passages[: self._row_count]])
+        self._cell_tokens = [[_tokens(cell.text) for cell in row] for row in table.rows]
+        columns = list(zip(*table.rows, strict=True)) if table.rows else []
+        self._numbers = [self._typed([_number(c.text) for c in col]) for col in columns]
+        self._dates = [self._typed([_date(c.text) for c in col]) for col in columns]
+        self._header_tokens = [set(_tokens(h)) - _STOPWORDS for h in table.header]
+
+    @staticmethod
+    def _typed(values: list[float | None] | list[int | None]) -> list[float | None] | None:
+        """The column's values if at least half of its non-empty cells parse, else None."""
+        parsed = sum(v is not None for v in values)
+        if not values or parsed * 2 < len(values):
+            return None
+        return [None if v is None else float(v) for v in values]
+
+    def link(self, question: str) -> list[CellLink]:
+        """The linking stage: every linked cell with its strongest source, best first."""
+        best: dict[tuple[int, int], CellLink] = {}
+        for found in (*self._exact(question), *self._compared(question), *self._superlative(question),
+                      *self._via_passages(question)):
+            key = (found.row, found.column)
+            if key not in best or found.score > best[key].score:
+                best[key] = found
+        return sorted(best.values(), key=lambda c: (-c.score, c.row, c.column))
+
+    def _exact(self, question: str) -> Iterable[CellLink]:
+        words = _tokens(question)
+        text = f" {' '.join(words)} "
+        for r, row in enumerate(self._cell_tokens):
+            for c, tokens in enumerate(row):
+                if tokens and not set(tokens) <= _STOPWORDS and f" {' '.join(tokens)} " in text:
+                    yield CellLink(r, c, "exact", _SCORES["exact"])
+
+    def _columns(self, question: str, typed: list[list[float | None] | None]) -> list[int]:
+        """Columns of the wanted type, those named in the question if any are."""
+        words = set(_tokens(question))
+        candidates = [c for c, values in enumerate(typed) if values is not None]
+        named = [c for c in candidates if self._header_tokens[c] & words]
+        return named or candidates
+
+    def _compared(self, question: str) -> Iterable[CellLink]:
+        for match in _COMPARISON.finditer(_THOUSANDS.sub("", question.lower())):
+            bound = float(match.group("number"))
+            source: Source = "greater" if match.group("gt") else "less"
+            for c in self._columns(question, self._numbers):
+                for r, value in enumerate(self._numbers[c] or []):
+                    if value is not None and (value > bound if source == "greater" else value < bound):
+                        yield CellLink(r, c, source, _SCORES[source])
+
+    def _superlative(self, question: str) -> Iterable[CellLink]:
+        words = set(_tokens(question))
+        triggers: tuple[tuple[frozenset[str], list[list[float | None] | None], Source], ...] = (
+            (_NUMERIC_MAX, self._numbers, "argmax"), (_NUMERIC_MIN, self._numbers, "argmin"),
+            (_DATE_MAX, self._dates, "argmax"), (_DATE_MIN, self._dates, "argmin"),
+        )
+        for trigger, typed, source in triggers:
+            if not words & trigger:
+                continue
+            for c in self._columns(question, typed):
+                values = [(v, r) for r, v in enumerate(typed[c] or []) if v is not None]
+                target = (max if source == "argmax" else min)(v for v, _ in values)
+                for value, r in values:
+                    if value == target:
+                        yield CellLink(r, c, source, _SCORES[source])
+
+    def _via_passages(self, question: str) -> Iterable[CellLink]:
+        for link, score in zip(self._links, self._passage_scores(question), strict=True):
+            if score > 0:
+                for r, c in self._cells_of[link]:
+                    yield CellLink(r, c, "passage", self._passage_weight * score)
+
+    def _passage_scores(self, question: str) -> list[float]:
+        sims = self._passage_tfidf.similarities(question)
+        top = max(sims, default=0.0)
+        return [s / top for s in sims] if top > 0 else sims
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """For each query, at most ``k`` of the table's passages (rows, then linked pages), best first."""
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        return [self._rank(query)[:k] for query in queries]
+
+    def _rank(self, question: str) -> list[Hit]:
+        rows = [0.0] * self._row_count
+        for cell in self.link(question):
+            rows[cell.row] = max(rows[cell.row], cell.score)
+        row_sims = self._row_tfidf.similarities(question)
+        row_scores = [score + 0.05 * sim for score, sim in zip(rows, row_sims, strict=True)]
+        link_scores = [
+            self._hop * max((row_scores[r] for r in row_ids), default=0.0) + (1 - self._hop) * own
+            for row_ids, own in zip(self._rows_of, self._passage_scores(question), strict=True)
+        ]
+        scored = list(zip(self._passages, [*row_scores, *link_scores], strict=True))
+        order = sorted(range(len(scored)), key=lambda i: -scored[i][1])
+        return [Hit(scored[i][0], scored[i][1]) for i in order]
