@@ -81,12 +81,16 @@ COMPARISONS: Mapping[str, _Comparison] = {
     "lived longer": _Comparison("age", True, "lived shorter", "lived longer"),
     "lived shorter": _Comparison("age", False, "lived longer", "lived shorter"),
 }
+_ISO = re.compile(r"\d{1,4}-\d{1,2}(?:-\d{1,2})?")  # machine-written dates are rendered, not copied
 _PHRASE = re.compile("|".join(map(re.escape, sorted(COMPARISONS, key=len, reverse=True))), re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
 class Person:
-    """A person with a date of birth, a date of death when known, and each date as the source wrote it."""
+    """A person with a date of birth, a date of death when known, and each date as the source wrote it.
+
+    ISO dates (``1910-09-03``) are not kept as written: questions and answers show them rendered in words.
+    """
 
     name: str
     birth: PartialDate
@@ -163,7 +167,7 @@ def _person(obj: Any, path: str | Path, line: int | None) -> Person:
     if death is not None and death.filled() < birth.filled():
         raise FormatError(f"{obj['entity']}: date of death {death.text()} is before date of birth "
                           f"{birth.text()}", path=path, line=line)
-    texts = {k: v.strip() if isinstance(v := obj.get(k), str) and v.strip() else None
+    texts = {k: v.strip() if isinstance(v := obj.get(k), str) and not _ISO.fullmatch(v.strip()) else None
              for k in ("date_of_birth", "date_of_death")}
     return Person(obj["entity"].strip(), birth, death, texts["date_of_birth"], texts["date_of_death"])
 
