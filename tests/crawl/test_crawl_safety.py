@@ -1,0 +1,129 @@
+"""Address safety: non-public addresses are refused before any connection, unless explicitly allowed.
+
+Only 127.0.0.1 ever receives traffic here: the refusals of 10.0.0.1 or 169.254.169.254 happen before connecting,
+and a backend that fails the test if it is asked to connect stands behind them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+
+import httpcore
+import pytest
+from fixture_server import FixtureServer, Reply, page_html
+
+from odqa.crawl import CrawlConfig
+from odqa.crawl import safety
+from odqa.crawl.fetch import FetchFailure, Fetcher
+from odqa.crawl.safety import AddressPolicy, BlockedAddressError, GuardedBackend, is_public
+
+ARTICLE = page_html("A page", ["Some words of prose that make up an article about nothing in particular."])
+
+
+class NoConnect(httpcore.AsyncNetworkBackend):
+    """Fails the test if anything tries to open a socket."""
+
+    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        raise AssertionError(f"tried to connect to {host}:{port}")
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+@pytest.mark.parametrize(("address", "public"), [
+    ("10.0.0.1", False), ("172.16.5.4", False), ("192.168.1.1", False), ("127.0.0.1", False),
+    ("169.254.169.254", False), ("100.64.0.1", False), ("0.0.0.0", False), ("224.0.0.1", False),
+    ("240.0.0.1", False), ("::1", False), ("fe80::1", False), ("fc00::1", False), ("::ffff:127.0.0.1", False),
+    ("::ffff:10.0.0.1", False), ("8.8.8.8", True), ("93.184.216.34", True), ("2606:4700::1111", True),
+])
+def test_is_public(address: str, public: bool) -> None:
+    assert is_public(ipaddress.ip_address(address)) is public
+
+
+@pytest.mark.parametrize("host", ["10.0.0.1", "169.254.169.254", "127.0.0.1", "localhost", "::1"])
+def test_backend_refuses_before_connecting(host: str) -> None:
+    backend = GuardedBackend(AddressPolicy(), inner=NoConnect())
+    with pytest.raises(BlockedAddressError, match="allow-private"):
+        asyncio.run(backend.connect_tcp(host, 80, timeout=2))
+
+
+def test_dns_rebinding_any_private_answer_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name answering with a public and a private address is refused: every answer is checked."""
+
+    async def rebinding(host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("10.0.0.7")]
+
+    monkeypatch.setattr(safety, "resolve", rebinding)
+    backend = GuardedBackend(AddressPolicy(), inner=NoConnect())
+    with pytest.raises(BlockedAddressError, match="10.0.0.7"):
+        asyncio.run(backend.connect_tcp("attacker.example", 80, timeout=2))
+
+
+def test_trusted_endpoint_is_allowed_only_on_its_port() -> None:
+    policy = AddressPolicy.trusting(["http://127.0.0.1:8888/search"], allow_private=False)
+    loopback = ipaddress.ip_address("127.0.0.1")
+    assert policy.permits("127.0.0.1", 8888, loopback)
+    assert not policy.permits("127.0.0.1", 8889, loopback)
+    assert AddressPolicy(allow_private=True).permits("10.0.0.1", 80, ipaddress.ip_address("10.0.0.1"))
+
+
+def _fetch(config: CrawlConfig, policy: AddressPolicy, url: str) -> Any:
+    async def run() -> Any:
+        async with Fetcher(config, policy) as fetcher:
+            return await fetcher.fetch_page(url)
+
+    return asyncio.run(run())
+
+
+def test_private_target_is_refused_by_default(server: FixtureServer,
+                                              make_config: Callable[..., CrawlConfig]) -> None:
+    server.route("/a", Reply(body=ARTICLE))
+    page = _fetch(make_config(allow_private=False), AddressPolicy(), server.url("/a"))
+    assert (page.error or "").startswith("blocked_address")
+    assert server.seen == []  # not even robots.txt was asked for
+    allowed = _fetch(make_config(), AddressPolicy(allow_private=True), server.url("/a"))
+    assert allowed.status == "ok"
+
+
+def test_metadata_address_is_refused_without_traffic(make_config: Callable[..., CrawlConfig]) -> None:
+    page = _fetch(make_config(allow_private=False), AddressPolicy(), "http://169.254.169.254/latest/meta-data/")
+    assert (page.error or "").startswith("blocked_address")
+
+
+def test_redirect_from_trusted_endpoint_to_private_host_is_refused(
+        server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    server.route("/a", Reply(302, headers={"Location": f"http://localhost:{server.port}/internal"}))
+    policy = AddressPolicy.trusting([server.base], allow_private=False)
+    page = _fetch(make_config(allow_private=False, robots=False), policy, server.url("/a"))
+    assert (page.error or "").startswith("blocked_address")
+    assert server.hits("/internal") == 0
+
+
+def test_api_headers_are_dropped_on_a_cross_origin_redirect(make_config: Callable[..., CrawlConfig]) -> None:
+    with FixtureServer() as api, FixtureServer() as elsewhere:
+        api.route("/search", Reply(302, headers={"Location": elsewhere.url("/landing")}))
+        elsewhere.route("/landing", Reply(body="{}", content_type="application/json"))
+
+        async def run() -> Any:
+            async with Fetcher(make_config(), AddressPolicy(allow_private=True)) as fetcher:
+                return await fetcher.get_json(api.url("/search"), headers={"X-Subscription-Token": "s3cret"})
+
+        assert asyncio.run(run()) == {}
+        assert api.seen[0].headers.get("X-Subscription-Token") == "s3cret"
+        assert "X-Subscription-Token" not in elsewhere.seen[0].headers
+
+
+def test_api_failure_message_does_not_carry_the_key(server: FixtureServer,
+                                                    make_config: Callable[..., CrawlConfig]) -> None:
+    server.route("/customsearch/v1", Reply(403, "denied", "text/plain"))
+
+    async def run() -> None:
+        async with Fetcher(make_config(), AddressPolicy(allow_private=True)) as fetcher:
+            await fetcher.get_json(server.url("/customsearch/v1"), params={"key": "s3cret-key", "q": "x"})
+
+    with pytest.raises(FetchFailure) as failure:
+        asyncio.run(run())
+    assert failure.value.reason == "http_403" and "s3cret" not in str(failure.value)
