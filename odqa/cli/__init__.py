@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from odqa.cli import crawl as _crawl  # noqa: F401
 from odqa.cli import eval as _eval  # noqa: F401
 from odqa.cli import generate as _generate  # noqa: F401
+from odqa.cli import refine as _refine  # noqa: F401
 from odqa.cli._app import app
 
 __all__ = ["app", "main"]

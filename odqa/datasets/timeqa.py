@@ -37,7 +37,7 @@ def _from_line(obj: Mapping[str, Any], path: Path, line: int) -> Example:
         raise FormatError(f"not a TimeQA question record (missing or bad {exc})", path=path, line=line) from exc
     doc_id = _article_id(idx)
     doc = Document(id=doc_id, title=title.strip(), text=text)
-    answers = tuple(dict.fromkeys(str(t) for t in targets))
+    answers = tuple(dict.fromkeys(str(t) for t in targets if str(t).strip()))  # unanswerable: [""]
     return Example(id=idx, question=question, answers=answers, subject=title.strip(), ctxs=(doc,),
                    meta={"dataset": "timeqa", "answerable": bool(answers)})
 

@@ -1,0 +1,135 @@
+"""``odqa refine``: score each question's candidate passages and write the top k as FiD JSON Lines."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from odqa.cli._app import app, console, guarded
+
+if TYPE_CHECKING:
+    from odqa.config import RefineConfig
+
+RECALL_KS = (1, 5, 10, 20, 100)
+
+
+@app.command("refine")
+@guarded
+def refine_command(
+    source: Annotated[Path, typer.Argument(metavar="INPUT", help="Questions with candidates: FiD/Atlas/Complex-TR JSON(L), a TimeQA "
+                                               "file, or a crawl output folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="FiD JSON Lines to write.")],
+    k: Annotated[Optional[int], typer.Option(help="Passages kept per question (default 100).")] = None,
+    scorer: Annotated[Optional[str], typer.Option(help="hybrid | dense | bm25 | original (default hybrid).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Embedding preset, hub id or local path (default minilm).")
+                     ] = None,
+    pooling: Annotated[Optional[str], typer.Option(help="cls | mean, for a model that is not a preset.")] = None,
+    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize",
+                                                      help="Unit-normalise vectors (non-preset models).")] = None,
+    query_prompt: Annotated[Optional[str], typer.Option(help="Override the preset's query prefix ('' = none).")
+                            ] = None,
+    words: Annotated[Optional[int], typer.Option(help="Words per passage (default 100).")] = None,
+    stride: Annotated[Optional[int], typer.Option(help="Words between passage starts (default = words).")] = None,
+    chars: Annotated[Optional[int], typer.Option(help="Characters per passage for unspaced scripts (default 200)."
+                                                 )] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help="Encoder batch size (default 64).")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="fp32 | fp16 | bf16 (default fp32).")] = None,
+    cache_dir: Annotated[Optional[str], typer.Option(help="Embedding cache folder ('' = no cache).")] = None,
+    atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
+                     ] = False,
+    config: Annotated[Optional[Path], typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
+) -> None:
+    """Refine: keep the k best passages of each question's candidates (Complex-TR context refinement)."""
+    from odqa.config import RefineConfig, load_config, write_resolved
+
+    cfg = load_config(
+        RefineConfig,
+        config,
+        k=k,
+        scorer=scorer,
+        ctx_key="passages" if atlas else None,
+        **{
+            "chunk.words": words, "chunk.stride": stride, "chunk.chars": chars,
+            "embed.model": model, "embed.pooling": pooling, "embed.normalize": normalize,
+            "embed.query_prompt": query_prompt, "embed.batch_size": batch_size, "embed.device": device,
+            "embed.precision": precision, "embed.cache_dir": cache_dir,
+        },
+    )
+    summary = run_refine(source, out, cfg)
+    write_resolved(cfg, out)
+    _print_summary(summary, out)
+
+
+def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
+    """Refine ``source`` into ``out`` with a progress display; returns the summary figures."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from odqa.datasets.detect import load_examples
+    from odqa.evaluate import has_answer, recall_at_k
+    from odqa.io import example_to_fid, write_jsonl
+    from odqa.refine import RefineStats, refine
+
+    encoder = None
+    if cfg.scorer in ("dense", "hybrid"):
+        from odqa.embed import Encoder
+
+        with console.status(f"loading embedding model {cfg.embed.model!r}"):
+            encoder = Encoder(cfg.embed)
+    stats = RefineStats()
+    flags: list[list[bool]] = []
+    started = time.perf_counter()
+    columns = (SpinnerColumn(), TextColumn("refining"), BarColumn(), MofNCompleteColumn(), TextColumn("questions"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("refine", total=None)
+
+        def records() -> Any:
+            for item in refine(load_examples(source), cfg, encoder, stats, lambda n: bar.advance(task, n)):
+                marks = [has_answer(h.passage.text, item.example.answers) for h in item.hits]
+                if item.example.answers:
+                    flags.append(marks)
+                yield example_to_fid(item.example, item.hits, has_answer=marks, ctx_key=cfg.ctx_key)
+
+        written = write_jsonl(out, records())
+    elapsed = time.perf_counter() - started
+    ks = [k for k in RECALL_KS if k <= cfg.k]
+    return {
+        "questions": written,
+        "answerable": len(flags),
+        "passages": stats.passages,
+        "encoded": encoder.encoded if encoder is not None else 0,
+        "seconds": elapsed,
+        "recall": recall_at_k(flags, ks) if flags else {},
+        "stats": stats,
+        "scorer": cfg.scorer,
+        "k": cfg.k,
+    }
+
+
+def _print_summary(summary: dict[str, Any], out: Path) -> None:
+    from rich.table import Table
+
+    stats = summary["stats"]
+    for message in stats.warnings[:5]:
+        console.print(f"[yellow]warning[/]: {message}", highlight=False)
+    if len(stats.warnings) > 5:
+        console.print(f"[yellow]warning[/]: ... and {len(stats.warnings) - 5} more", highlight=False)
+    if stats.fewer_than_k:
+        console.print(f"[yellow]warning[/]: {stats.fewer_than_k} question(s) had fewer than k={summary['k']} "
+                      "candidate passages; all of theirs were kept", highlight=False)
+    table = Table(title=f"odqa refine ({summary['scorer']}, k={summary['k']})")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    seconds = summary["seconds"]
+    table.add_row("questions", f"{summary['questions']:,}")
+    table.add_row("passages scored", f"{summary['passages']:,}")
+    table.add_row("passages encoded (cache misses)", f"{summary['encoded']:,}")
+    table.add_row("time", f"{seconds:.1f} s ({summary['questions'] / max(seconds, 1e-9):.1f} questions/s)")
+    for k, value in summary["recall"].items():
+        table.add_row(f"answer recall@{k} ({summary['answerable']} answerable)", f"{value:.3f}")
+    table.add_row("output", str(out))
+    console.print(table)

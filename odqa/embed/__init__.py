@@ -1,0 +1,8 @@
+"""Sentence-embedding presets and the encoder over sentence-transformers (with a persistent cache)."""
+
+from __future__ import annotations
+
+from odqa.embed.encoder import Encoder, resolve_model
+from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_text
+
+__all__ = ["PRESETS", "Encoder", "Preset", "get_preset", "passage_text", "query_text", "resolve_model"]

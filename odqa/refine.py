@@ -1,0 +1,134 @@
+"""Context refinement (Complex-TR section 3.2): chunk each question's candidate documents into passages, score
+every passage against its question, keep the top k.
+
+Questions are processed in blocks: the passages of a block are embedded in one call (each distinct text once,
+and through the persistent cache), then each question is scored on its own candidates only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from odqa.chunk import chunk
+from odqa.config import RefineConfig
+from odqa.records import Example, Hit, Passage
+from odqa.retrieve.bm25 import bm25_scores
+from odqa.retrieve.fusion import top_k, weighted_fusion
+from odqa.retrieve.temporal import temporal_scores
+
+if TYPE_CHECKING:
+    from odqa.embed import Encoder
+
+__all__ = ["RefineStats", "Refined", "refine", "score_passages"]
+
+
+@dataclass(frozen=True)
+class Refined:
+    """One question with its top-k passages, best first."""
+
+    example: Example
+    hits: list[Hit]
+
+
+@dataclass
+class RefineStats:
+    """Counters for the end-of-run summary, and the warnings worth showing."""
+
+    questions: int = 0
+    passages: int = 0
+    no_candidates: int = 0
+    fewer_than_k: int = 0
+    empty_question: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def score_passages(
+    question: str,
+    passages: Sequence[Passage],
+    config: RefineConfig,
+    dense: np.ndarray | None = None,
+) -> np.ndarray:
+    """Scores of ``passages`` for ``question`` under ``config.scorer`` (higher is better).
+
+    ``dense`` holds the question-passage similarities when the scorer needs them (dense, hybrid).
+    """
+    if config.scorer == "original":
+        return -np.arange(len(passages), dtype=np.float64)
+    if config.scorer == "bm25":
+        return bm25_scores(question, passages)
+    if dense is None:
+        raise ValueError(f"scorer {config.scorer!r} needs dense similarities")
+    if config.scorer == "dense":
+        return dense.astype(np.float64)
+    weights = config.hybrid
+    arrays = [bm25_scores(question, passages), dense.astype(np.float64)]
+    coefficients = [weights.bm25_weight, weights.dense_weight]
+    if weights.temporal_weight:
+        temporal = temporal_scores(question, [p.text for p in passages])
+        if temporal is not None:
+            # Already in [0, 1] and comparable across passages: added as is, not min-max rescaled.
+            return weighted_fusion(arrays, coefficients) + weights.temporal_weight * temporal
+    return weighted_fusion(arrays, coefficients)
+
+
+def _needs_dense(config: RefineConfig) -> bool:
+    return config.scorer in ("dense", "hybrid")
+
+
+def refine(
+    examples: Iterable[Example],
+    config: RefineConfig | None = None,
+    encoder: Encoder | None = None,
+    stats: RefineStats | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Refined]:
+    """Yield each example with its top ``config.k`` passages. ``encoder`` is required for dense/hybrid.
+
+    Examples without candidates, or with an empty question, are kept (empty ctxs / original order) and counted.
+    """
+    config = config or RefineConfig()
+    stats = stats if stats is not None else RefineStats()
+    if _needs_dense(config) and encoder is None:
+        raise ValueError(f"scorer {config.scorer!r} needs an encoder")
+    iterator = iter(examples)
+    while block := list(itertools.islice(iterator, config.block_size)):
+        candidates = [list(chunk(ex.ctxs or (), config.chunk)) for ex in block]
+        similarities: list[np.ndarray | None] = [None] * len(block)
+        if encoder is not None and _needs_dense(config):
+            flat = [p for ps in candidates for p in ps]
+            vectors = encoder.encode_passages(flat)
+            queries = encoder.encode_queries([ex.question for ex in block])
+            offset = 0
+            for i, ps in enumerate(candidates):
+                similarities[i] = vectors[offset : offset + len(ps)] @ queries[i]
+                offset += len(ps)
+        for ex, ps, sims in zip(block, candidates, similarities, strict=True):
+            yield Refined(ex, _select(ex, ps, sims, config, stats))
+        if progress is not None:
+            progress(len(block))
+
+
+def _select(
+    ex: Example, passages: list[Passage], sims: np.ndarray | None, config: RefineConfig, stats: RefineStats
+) -> list[Hit]:
+    stats.questions += 1
+    stats.passages += len(passages)
+    if not passages:
+        stats.no_candidates += 1
+        stats.warn(f"question {ex.id!r} has no candidate passages; written with empty ctxs")
+        return []
+    if len(passages) < config.k:
+        stats.fewer_than_k += 1
+    if not ex.question.strip():
+        stats.empty_question += 1
+        stats.warn(f"question {ex.id!r} is empty; its passages are kept in their original order, score 0")
+        return [Hit(p, 0.0) for p in passages[: config.k]]
+    return top_k(passages, score_passages(ex.question, passages, config, sims), config.k)
