@@ -1,0 +1,90 @@
+"""Complex-TR loader: the three shapes, level and hops from the id, clear errors on records that misfit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from odqa.datasets import load_complex_tr, parse_complex_tr_id, to_fid
+from odqa.errors import FormatError
+
+
+@pytest.mark.parametrize(
+    ("qid", "expected"),
+    [
+        ("L2_Q451225_P108_4", ("L2", "1-hop")),
+        ("L3_Q1000_P69_2", ("L3", "1-hop")),
+        ("L2M_Q1000_P69_1", ("L2", "multi-hop")),
+        ("L2H_Q4000_P488_8", ("L2", "multi-hop")),
+        ("L3M_Q1000_P69_P108_3", ("L3", "multi-hop")),
+    ],
+)
+def test_parse_id(qid: str, expected: tuple[str, str]) -> None:
+    assert parse_complex_tr_id(qid) == expected
+
+
+@pytest.mark.parametrize(
+    "qid", ["L1_Q1_P1_1", "Q451225_P108_4", "L2_Q1_1", "L2_Q1_P1_P2_P3_1", "L2__P1_1", "l2_Q_P_1"]
+)
+def test_parse_id_rejects_other_shapes(qid: str) -> None:
+    with pytest.raises(ValueError, match=r"e\.g\. 'L2_Q451225_P108_4'"):
+        parse_complex_tr_id(qid)
+
+
+def test_reasonqa_records(data_dir: Path) -> None:
+    examples = list(load_complex_tr(data_dir / "complex_tr" / "reasonqa.jsonl"))
+    assert len(examples) == 7
+    first = examples[0]
+    assert first.answers == ("Delft University of Technology", "Utrecht University")
+    assert first.meta["level"] == "L2" and first.meta["hops"] == "1-hop" and first.meta["answerable"]
+    assert first.meta["date"] == "September 01 1931" and "fact_context" in first.meta
+    assert first.ctxs is not None and first.ctxs[0].text.startswith("Hendrik Anthony Kramers")
+    assert examples[5].answers == () and not examples[5].meta["answerable"]
+
+
+def test_odqa_and_squad_shapes_give_the_same_questions(data_dir: Path) -> None:
+    reason = list(load_complex_tr(data_dir / "complex_tr" / "reasonqa.jsonl"))
+    odqa = list(load_complex_tr(data_dir / "complex_tr" / "odqa.jsonl"))
+    squad = list(load_complex_tr(data_dir / "complex_tr" / "squad_style.json"))
+    for shape in (odqa, squad):
+        assert [(e.id, e.question, e.answers) for e in shape] == [(e.id, e.question, e.answers)
+                                                                   for e in reason]
+    assert odqa[0].ctxs is not None and [d.title for d in odqa[0].ctxs] == ["Wikipedia", "Web"]
+    assert squad[0].ctxs is None
+
+
+def test_back_to_fid(data_dir: Path) -> None:
+    example = next(load_complex_tr(data_dir / "complex_tr" / "odqa.jsonl"))
+    record = to_fid(example)
+    assert record["id"] == "L2_Q451225_P108_4" and record["answers"] == list(example.answers)
+    assert [c["title"] for c in record["ctxs"]] == ["Wikipedia", "Web"]
+    assert set(to_fid(example, ctx_key="passages")) == {"id", "question", "answers", "passages"}
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"id": "Q1_P1_1", "question": "?", "text_answers": {"text": []}}, "is not '<level>_<subject>"),
+        ({"id": "L2_Q1_P1_1", "question": "?"}, "no answer list"),
+        ({"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": [1]}}, "must be a list of strings"),
+        ({"id": "L2_Q1_P1_1", "question": "?", "answers": {"text": []}, "passages": [{"title": "t"}]},
+         "passage 0 has no 'text'"),
+        ({"question": "?"}, "no 'id' string"),
+    ],
+)
+def test_records_that_do_not_fit(tmp_path: Path, record: dict[str, object], message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    good = {"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": ["a"]}}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=message) as info:
+        list(load_complex_tr(path))
+    assert info.value.line == 2
+
+
+def test_bad_squad_file(tmp_path: Path) -> None:
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps({"data": [{"qas": []}]}, indent=1), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"expected data\[\].paragraphs\[\].qas\[\]"):
+        list(load_complex_tr(path))

@@ -1,0 +1,78 @@
+"""HieraDate loader: normal and distractor settings, probes kept, probe questions, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from odqa.datasets import load_hieradate, probe_examples
+from odqa.errors import FormatError
+
+
+def test_normal_setting(data_dir: Path) -> None:
+    lived, born = load_hieradate(data_dir / "hieradate" / "normal.json")
+    assert lived.answers == ("Maceo Anderson",) and lived.meta["setting"] == "normal"
+    assert lived.ctxs is not None and [d.title for d in lived.ctxs] == ["Maceo Anderson", "Jacek Karpiński"]
+    assert lived.ctxs[0].text.endswith("He was a founding member of the Four Step Brothers.")
+    assert lived.meta["probes"]["ans_reason_1"] == {"year": 90, "month": 10, "day": 1}
+    assert lived.meta["probes"]["ans_reason_2"] == {"year": 82, "month": 10, "day": 12}
+    assert lived.meta["data_label"] == "2wikimultihopqa"
+    assert born.meta["probes"]["ans_reason_2"] == "no"
+
+
+def test_distractor_setting(data_dir: Path) -> None:
+    (example,) = load_hieradate(data_dir / "hieradate" / "distractor.jsonl")
+    assert example.meta["setting"] == "distractor" and example.ctxs is not None and len(example.ctxs) == 10
+
+
+def test_probe_examples(data_dir: Path) -> None:
+    lived, born = load_hieradate(data_dir / "hieradate" / "normal.json")
+    probes = probe_examples(lived)
+    assert [p.id.split("#")[1] for p in probes] == [
+        "ans_extract_1", "ans_extract_2", "ans_extract_3", "ans_extract_4",
+        "ans_reason_1", "ans_reason_2", "ans_reason_3", "ans_robust",
+    ]
+    assert probes[0].question == "What is the date of birth of Maceo Anderson?"
+    assert probes[0].answers == ("September 3, 1910",) and probes[0].ctxs == lived.ctxs
+    assert probes[4].answers == () and probes[4].meta["gold"] == {"year": 90, "month": 10, "day": 1}
+    assert len(probe_examples(born)) == 5
+
+
+def _record(data_dir: Path, index: int) -> dict[str, object]:
+    records: list[dict[str, object]] = json.loads((data_dir / "hieradate" / "normal.json").read_text("utf-8"))
+    return records[index]
+
+
+@pytest.mark.parametrize(
+    ("drop", "message"),
+    [
+        ("ans_reason_2", "lacks ans_reason_2"),
+        ("context", "missing 'context'"),
+        ("ques_robust", "lacks ques_robust"),
+    ],
+)
+def test_records_that_do_not_fit(tmp_path: Path, data_dir: Path, drop: str, message: str) -> None:
+    record = {k: v for k, v in _record(data_dir, 1).items() if k != drop}
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=message) as info:
+        list(load_hieradate(path))
+    assert info.value.line == 1
+
+
+def test_lived_longer_record_needs_four_extractions(tmp_path: Path, data_dir: Path) -> None:
+    record = {k: v for k, v in _record(data_dir, 0).items() if k not in {"ans_extract_4", "ques_extract_4"}}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"lived-longer .* lacks ques_extract_4, ans_extract_4"):
+        list(load_hieradate(path))
+
+
+def test_bad_paragraph(tmp_path: Path, data_dir: Path) -> None:
+    record = _record(data_dir, 1) | {"context": [["Title", "not a sentence list"]]}
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"context paragraph 0 is not \[title, \[sentence, ...\]\]"):
+        list(load_hieradate(path))

@@ -1,0 +1,98 @@
+"""JEMHopQA metrics: the official similarity on hand-checked token lists, and the shipped slice scored with
+oracle and perturbed predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from odqa.datasets.jemhopqa import load_jemhopqa
+from odqa.evaluate.ja_similarity import TokenSimilarity, normalize_ja_answer, sequence_ratio
+from odqa.evaluate.jemhopqa import alignment_score, evaluate_jemhopqa, flatten_derivations
+from odqa.records import Example
+
+pytest.importorskip("sudachipy")
+
+
+@pytest.fixture(scope="module")
+def similarity() -> TokenSimilarity:
+    return TokenSimilarity(dictionary="core")
+
+
+@pytest.fixture(scope="module")
+def examples(data_dir: Path) -> list[Example]:
+    return list(load_jemhopqa(data_dir / "jemhopqa" / "train_ver1.2.slice.json"))
+
+
+def test_sequence_ratio_is_levenshtein_ratio() -> None:
+    assert sequence_ratio([0, 1, 2], [0, 1, 2]) == 1.0
+    assert sequence_ratio([0, 1], [0, 2]) == 0.5
+    assert sequence_ratio([0, 1], [1, 0]) == 0.5
+    assert sequence_ratio([], []) == 1.0 and sequence_ratio([1], []) == 0.0
+
+
+def test_normalize_ja_answer() -> None:
+    assert normalize_ja_answer("はい") == "YES" and normalize_ja_answer("いいえ") == "NO"
+    assert normalize_ja_answer("ゴールデンボンバー (バンド)") == "ゴールデンボンバー"
+    assert normalize_ja_answer("『あまちゃん』") == "あまちゃん"
+
+
+def test_similarity_cases(similarity: TokenSimilarity) -> None:
+    # [a, b] vs [a, c]: the particle の is dropped
+    assert similarity("アメリカ合衆国の首相", "アメリカ合衆国の大統領") == 0.5
+    # order matters: the LCS of [1, 0] and [0, 1] is 1
+    assert similarity("大阪府と東京都", "東京都と大阪府") == 0.5
+    assert similarity("05月", "5月") == 1.0  # numeral + counter as one token, leading zero dropped
+    assert similarity("はい", "YES") == 1.0
+    assert similarity("日立", "日立製作所") == 0.0
+    assert not similarity.synonyms or similarity.dictionary == "core"
+
+
+def test_alignment_is_one_to_one_and_order_free(similarity: TokenSimilarity, examples: list[Example]) -> None:
+    gold = flatten_derivations(examples[0].meta["derivations"], "gold")
+    assert alignment_score(list(reversed(gold)), gold, similarity, "er") == pytest.approx(len(gold))
+    # three copies of the first triple: one aligns with it (1), one with the second triple, which shares only
+    # the relation (1/3), the third with nothing
+    assert alignment_score(gold[:1] * 3, gold, similarity, "er") == pytest.approx(1 + 1 / 3)
+    assert alignment_score([], gold, similarity, "e") == 0.0
+
+
+def test_oracle_predictions_score_one(similarity: TokenSimilarity, examples: list[Example]) -> None:
+    oracle = {e.id: {"answer": e.answers[0], "derivations": e.meta["derivations"]} for e in examples}
+    out = evaluate_jemhopqa(examples, oracle, similarity=similarity)
+    for dim in ("e", "r", "er"):
+        assert out[dim] == {"prec": 1.0, "recall": 1.0, "f1": 1.0}
+    assert out["a"] == {"em": 1.0, "score": 1.0}
+    assert out["total"] == 30 and set(out["by_type"]) == {"comparison", "compositional"}
+    assert "synonym matching: off" in str(out["note"])
+
+
+def test_perturbed_predictions(similarity: TokenSimilarity, examples: list[Example]) -> None:
+    n_yes = sum(e.answers[0] == "YES" for e in examples)
+    first_only = {e.id: {"answer": "はい", "derivations": e.meta["derivations"][:1]} for e in examples}
+    out = evaluate_jemhopqa(examples, first_only, similarity=similarity)
+    assert out["a"]["em"] == pytest.approx(n_yes / 30)
+    assert out["a"]["score"] == pytest.approx(n_yes / 30)
+    # one step kept: precision 1, recall = its objects / all gold triples
+    recalls = [len(e.meta["derivations"][0][2]) / len(flatten_derivations(e.meta["derivations"], "g"))
+               for e in examples]
+    assert out["e"]["prec"] == 1.0
+    assert out["er"]["recall"] == pytest.approx(sum(recalls) / 30)
+    assert out["er"]["f1"] == pytest.approx(sum(2 * r / (1 + r) for r in recalls) / 30)
+
+
+def test_wrong_relation_lowers_only_r_and_er(similarity: TokenSimilarity, examples: list[Example]) -> None:
+    example = examples[0]  # 仮面ライダー電王 / あまちゃん, 放送回数, 49 / 156
+    (s1, r1, o1), (s2, _, o2) = example.meta["derivations"]
+    predictions = {example.id: {"answer": "あまちゃん", "derivations": [[s1, r1, o1], [s2, "XYZ", o2]]}}
+    out = evaluate_jemhopqa([example], predictions, similarity=similarity)
+    assert out["e"]["f1"] == 1.0
+    assert out["r"] == {"prec": 0.5, "recall": 0.5, "f1": 0.5}
+    assert out["er"]["f1"] == pytest.approx((1 + 2 / 3) / 2)
+
+
+def test_empty_or_missing_parts_score_zero(similarity: TokenSimilarity, examples: list[Example]) -> None:
+    out = evaluate_jemhopqa(examples[:2], {examples[0].id: "", examples[1].id: None}, similarity=similarity)
+    assert out["a"] == {"em": 0.0, "score": 0.0} and out["er"]["f1"] == 0.0
+    assert "2 predictions had no derivations" in str(out["note"])
