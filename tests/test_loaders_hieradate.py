@@ -76,3 +76,24 @@ def test_bad_paragraph(tmp_path: Path, data_dir: Path) -> None:
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(FormatError, match=r"context paragraph 0 is not \[title, \[sentence, ...\]\]"):
         list(load_hieradate(path))
+
+
+def test_generated_probes_load_and_score(tmp_path: Path) -> None:
+    generate = pytest.importorskip("odqa.generate.hieradate")
+    from odqa.evaluate.hieradate import evaluate_hieradate
+
+    people = [
+        {"entity": "Maceo Anderson", "date_of_birth": "September 3, 1910", "date_of_death": "July 4, 2001"},
+        {"entity": "Jacek Karpiński", "date_of_birth": "9 April 1927", "date_of_death": "21 February 2010"},
+    ]
+    questions = ["Who lived longer, Maceo Anderson or Jacek Karpiński?",
+                 "Who was born first, Maceo Anderson or Jacek Karpiński?"]
+    pairs = [generate.pair_from_dict({"id": f"g{i}", "question": q, "entities": people})
+             for i, q in enumerate(questions)]
+    records = generate.hieradate_probes(pairs, generate.HieraDateConfig(seed=1))
+    path = tmp_path / "generated.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    examples = list(load_hieradate(path))
+    assert [len(probe_examples(e)) for e in examples] == [8, 5]
+    oracle = {e.id: {"answer": e.answers[0], **e.meta["probes"]} for e in examples}
+    assert evaluate_hieradate(examples, oracle)["em_math"] == 100.0
