@@ -9,9 +9,11 @@ Linking finds the cells a question points at, from two sources:
 - passage retrieval: TF-IDF over word unigrams and bigrams between the question and every linked passage
   (similarity normalised by the best passage); a retrieved passage links the cells that carry it.
 
-Ranking: a row scores its best linked cell (passage links weighted by ``passage_weight``); a linked passage
-scores ``hop`` times its best row plus ``1 - hop`` times its own similarity, so the answer passage of a
-matched row (Table -> Passage) and the rows of a matched passage (Passage -> Table) both rise.
+Ranking: a row scores its best linked cell (passage links weighted by ``passage_weight``), plus a small share
+of its own TF-IDF similarity; a linked passage scores the best of its own link (``passage_weight`` times its
+similarity) and a hop from its best row (the row's score times ``hop + (1 - hop) * similarity``, never above
+the row). So the passages of a matched row follow it (Table -> Passage), and the rows of a matched passage
+rise with it (Passage -> Table).
 """
 
 from __future__ import annotations
@@ -209,7 +211,8 @@ class TableRetriever:
         row_sims = self._row_tfidf.similarities(question)
         row_scores = [score + 0.05 * sim for score, sim in zip(rows, row_sims, strict=True)]
         link_scores = [
-            self._hop * max((row_scores[r] for r in row_ids), default=0.0) + (1 - self._hop) * own
+            max(self._passage_weight * own,
+                max(row_scores[r] for r in row_ids) * (self._hop + (1 - self._hop) * own))
             for row_ids, own in zip(self._rows_of, self._passage_scores(question), strict=True)
         ]
         scored = list(zip(self._passages, [*row_scores, *link_scores], strict=True))
