@@ -28,6 +28,7 @@ from odqa.io import read_jsonl
 
 __all__ = [
     "COMPARISONS",
+    "Comparison",
     "DatePair",
     "HieraDateConfig",
     "Person",
@@ -60,7 +61,9 @@ REASON_OLDER = "Is a #age1 person older than a #age2 person?"
 
 
 @dataclass(frozen=True, slots=True)
-class _Comparison:
+class Comparison:
+    """What a main-question phrase compares, which person it picks, and its robustness counterpart."""
+
     field: Field
     pick_larger: bool  # the answer is the person with the later date (or the longer life)
     opposite: str  # the robustness phrase (Table 1, right-hand side)
@@ -68,18 +71,18 @@ class _Comparison:
 
 
 #: Main-question phrases (Table 1, left-hand side) and what each compares.
-COMPARISONS: Mapping[str, _Comparison] = {
-    "born first": _Comparison("birth", False, "born later", "was born first"),
-    "born earlier": _Comparison("birth", False, "born later", "was born earlier"),
-    "born later": _Comparison("birth", True, "born first", "was born later"),
-    "died first": _Comparison("death", False, "died later", "died first"),
-    "died earlier": _Comparison("death", False, "died later", "died earlier"),
-    "died later": _Comparison("death", True, "died first", "died later"),
-    "died second": _Comparison("death", True, "died first", "died second"),
-    "died last": _Comparison("death", True, "died first", "died last"),
-    "died more recently": _Comparison("death", True, "died first", "died more recently"),
-    "lived longer": _Comparison("age", True, "lived shorter", "lived longer"),
-    "lived shorter": _Comparison("age", False, "lived longer", "lived shorter"),
+COMPARISONS: Mapping[str, Comparison] = {
+    "born first": Comparison("birth", False, "born later", "was born first"),
+    "born earlier": Comparison("birth", False, "born later", "was born earlier"),
+    "born later": Comparison("birth", True, "born first", "was born later"),
+    "died first": Comparison("death", False, "died later", "died first"),
+    "died earlier": Comparison("death", False, "died later", "died earlier"),
+    "died later": Comparison("death", True, "died first", "died later"),
+    "died second": Comparison("death", True, "died first", "died second"),
+    "died last": Comparison("death", True, "died first", "died last"),
+    "died more recently": Comparison("death", True, "died first", "died more recently"),
+    "lived longer": Comparison("age", True, "lived shorter", "lived longer"),
+    "lived shorter": Comparison("age", False, "lived longer", "lived shorter"),
 }
 _ISO = re.compile(r"\d{1,4}-\d{1,2}(?:-\d{1,2})?")  # machine-written dates are rendered, not copied
 _PHRASE = re.compile("|".join(map(re.escape, sorted(COMPARISONS, key=len, reverse=True))), re.IGNORECASE)
