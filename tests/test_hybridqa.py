@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from odqa.datasets.hybridqa import load_hybridqa, load_table, table_documents, table_passages
+from odqa.datasets.hybridqa import Cell, Table, load_hybridqa, load_table, table_documents, table_passages
 from odqa.errors import ConfigError, FormatError, InputError
 from odqa.retrieve.protocol import Retriever
 from odqa.retrieve.table import TableRetriever
@@ -87,6 +87,15 @@ def test_missing_table_and_bad_question_are_explained(root: Path, tables: Path, 
 def test_cell_matching(tables: Path, question: str, expected: set[tuple[int, int, str]]) -> None:
     links = TableRetriever(load_table(tables, SOMALI)).link(question)
     assert {(c.row, c.column, c.source) for c in links if c.source != "passage"} == expected
+
+
+def test_a_small_hand_built_table_without_passages() -> None:
+    table = Table(id="t", title="Winners", header=("Year", "Winner"),
+                  rows=((Cell("1999"), Cell("Ann")), (Cell("2004"), Cell("Bo"))))
+    retriever = TableRetriever(table)
+    assert [(c.row, c.source) for c in retriever.link("Who won after 2000 ?")] == [(1, "greater")]
+    [hits] = retriever.search(["Who won in 2004 ?"], k=5)
+    assert [h.passage.id for h in hits] == ["t#row=1", "t#row=0"]
 
 
 def test_superlative_over_dates(tables: Path) -> None:

@@ -3,9 +3,9 @@
 Linking finds the cells a question points at, from two sources:
 
 - cell matching: the cell's value is mentioned in the question (``exact``), is greater/less than a number the
-  question compares with ("more than 300,000": ``greater``/``less``), or is the maximum/minimum of its column
-  when the question uses a superlative ("highest", "earliest": ``argmax``/``argmin``); a column whose header
-  the question names is preferred;
+  question compares with ("more than 300,000", "after 2000": ``greater``/``less``), or is the maximum or
+  minimum of its column when the question uses a superlative ("highest", "earliest": ``argmax``/``argmin``);
+  a column whose header the question names is preferred;
 - passage retrieval: TF-IDF over word unigrams and bigrams between the question and every linked passage
   (similarity normalised by the best passage); a retrieved passage links the cells that carry it.
 
@@ -42,8 +42,8 @@ _STOPWORDS = frozenset(_WORD.findall(
     "a an the and or of at by for with to from in on is are was were be been what which who whom whose when "
     "where how that this these those it its as than did does do has have had his her their he she they"
 ))
-_GREATER = r"more than|greater than|larger than|higher than|bigger than|over|above|exceeding|at least"
-_LESS = r"less than|fewer than|smaller than|lower than|under|below|at most"
+_GREATER = r"more than|greater than|larger than|higher than|bigger than|over|above|exceeding|at least|after"
+_LESS = r"less than|fewer than|smaller than|lower than|under|below|at most|before"
 _COMPARISON = re.compile(rf"\b(?:(?P<gt>{_GREATER})|(?P<lt>{_LESS}))\s+(?P<number>\d+(?:\.\d+)?)")
 _NUMERIC_MAX = frozenset({"highest", "largest", "biggest", "greatest", "most", "maximum", "top"})
 _NUMERIC_MIN = frozenset({"lowest", "smallest", "least", "fewest", "minimum"})
