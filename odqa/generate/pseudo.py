@@ -172,7 +172,7 @@ def _fact(obj: Mapping[str, Any], path: str | Path, line: int) -> TemporalFact:
     return TemporalFact(subject, pid, obj_name, first, last)
 
 
-def month_text(month: int) -> str:
+def _month_text(month: int) -> str:
     """'May 1872' for a month index."""
     year, index = divmod(month, 12)
     return f"{_MONTH_NAMES[index]} {year}"
@@ -211,8 +211,9 @@ def questions_for(group: Sequence[TemporalFact], rng: random.Random) -> list[Pse
         for question in (*_l2(fact, same, ask, rng), *_l3_neighbours(fact, same, ask)):
             found.setdefault(question.question, question)
         for relation, facts in by_relation.items():
-            during = None if relation == fact.relation else \
-                _l3_during(fact, facts, RELATIONS[relation].ask.format(s=subject))
+            if relation == fact.relation:
+                continue
+            during = _l3_during(fact, facts, RELATIONS[relation].ask.format(s=subject))
             if during is not None:
                 found.setdefault(during.question, during)
     return list(found.values())
@@ -228,13 +229,13 @@ def _l2(
     fact: TemporalFact, same: Sequence[TemporalFact], ask: str, rng: random.Random
 ) -> list[PseudoQuestion]:
     point = rng.randint(fact.start, fact.end)
-    questions = [PseudoQuestion("L2", "1-hop", fact.relation, f"{ask} in {month_text(point)}?",
+    questions = [PseudoQuestion("L2", "1-hop", fact.relation, f"{ask} in {_month_text(point)}?",
                                 _holding(same, point, point), point)]
     if fact.end > fact.start:
         first = rng.randint(fact.start, fact.end - 1)
         last = rng.randint(first + 1, fact.end + 24)
         questions.append(PseudoQuestion(
-            "L2", "multi-hop", fact.relation, f"{ask} from {month_text(first)} to {month_text(last)}?",
+            "L2", "multi-hop", fact.relation, f"{ask} from {_month_text(first)} to {_month_text(last)}?",
             _holding(same, first, last), first))
     delta = rng.randint(1, 120)
     before = rng.random() < 0.5
@@ -243,7 +244,7 @@ def _l2(
     span = " and ".join(p for p in (_count(years, "year"), _count(months, "month")) if p)
     questions.append(PseudoQuestion(
         "L2", "multi-hop", fact.relation,
-        f"{ask} {span} {'before' if before else 'after'} {month_text(reference)}?",
+        f"{ask} {span} {'before' if before else 'after'} {_month_text(reference)}?",
         _holding(same, point, point), reference))
     return questions
 
@@ -308,8 +309,8 @@ def _fact_context(group: Sequence[TemporalFact]) -> str:
     lines = []
     for fact in sorted(group, key=lambda f: (f.relation, f.start, f.object)):
         statement = RELATIONS[fact.relation].state.format(s=fact.subject, o=fact.object)
-        when = (f"in {month_text(fact.start)}" if fact.start == fact.end
-                else f"from {month_text(fact.start)} to {month_text(fact.end)}")
+        when = (f"in {_month_text(fact.start)}" if fact.start == fact.end
+                else f"from {_month_text(fact.start)} to {_month_text(fact.end)}")
         lines.append(f"{statement} {when}.")
     return "\n".join(lines)
 
@@ -373,7 +374,7 @@ def _record(
     return {
         "id": f"{level}_{group_key}_{question.relation}_{number}",
         "question": question.question,
-        "date": month_text(question.reference),
+        "date": _month_text(question.reference),
         "text_answers": {"text": list(question.answers)},
         "fact_context": context,
         "context": context,
