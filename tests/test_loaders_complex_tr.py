@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from odqa.datasets import load_complex_tr, parse_complex_tr_id, to_fid
+from odqa.datasets import load_complex_tr, parse_complex_tr_id, to_fid, write_examples_fid
 from odqa.errors import FormatError
+from odqa.io import read_fid
 
 
 @pytest.mark.parametrize(
@@ -88,3 +89,12 @@ def test_bad_squad_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"data": [{"qas": []}]}, indent=1), encoding="utf-8")
     with pytest.raises(FormatError, match=r"expected data\[\].paragraphs\[\].qas\[\]"):
         list(load_complex_tr(path))
+
+
+def test_write_fid_round_trip(data_dir: Path, tmp_path: Path) -> None:
+    examples = list(load_complex_tr(data_dir / "complex_tr" / "odqa.jsonl"))
+    out = tmp_path / "fid.jsonl"
+    assert write_examples_fid(out, examples) == 7
+    again = list(read_fid(out))
+    assert [(e.id, e.answers) for e in again] == [(e.id, e.answers) for e in examples]
+    assert again[0].ctxs is not None and again[0].ctxs[1].text == examples[0].ctxs[1].text  # type: ignore[index]

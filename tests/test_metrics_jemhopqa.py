@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from odqa.datasets.jemhopqa import load_jemhopqa
+from odqa.errors import InputError
 from odqa.evaluate.ja_similarity import TokenSimilarity, normalize_ja_answer, sequence_ratio
 from odqa.evaluate.jemhopqa import alignment_score, evaluate_jemhopqa, flatten_derivations
 from odqa.records import Example
@@ -96,3 +97,47 @@ def test_empty_or_missing_parts_score_zero(similarity: TokenSimilarity, examples
     out = evaluate_jemhopqa(examples[:2], {examples[0].id: "", examples[1].id: None}, similarity=similarity)
     assert out["a"] == {"em": 0.0, "score": 0.0} and out["er"]["f1"] == 0.0
     assert "2 predictions had no derivations" in str(out["note"])
+
+
+class _FakeChikkar:
+    """Stands in for chikkarpy.Chikkar (which cannot be installed offline): one synonym pair."""
+
+    def __init__(self) -> None:
+        self.dictionaries: list[object] = []
+
+    def add_dictionary(self, dictionary: object) -> None:
+        self.dictionaries.append(dictionary)
+
+    def enable_verb(self) -> None:
+        pass
+
+    def find(self, word: str) -> list[str]:
+        return {"出版": ["発行"], "発行": ["出版"]}.get(word, [])
+
+
+def _fake_chikkarpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.machinery
+    import sys
+    import types
+
+    package = types.ModuleType("chikkarpy")
+    package.__spec__ = importlib.machinery.ModuleSpec("chikkarpy", None)
+    package.Chikkar = _FakeChikkar  # type: ignore[attr-defined]
+    dictionarylib = types.ModuleType("chikkarpy.dictionarylib")
+    dictionarylib.Dictionary = lambda path=None: ("dictionary", path)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "chikkarpy", package)
+    monkeypatch.setitem(sys.modules, "chikkarpy.dictionarylib", dictionarylib)
+
+
+def test_synonyms_through_chikkarpy_when_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    plain = TokenSimilarity(dictionary="core")
+    assert not plain.synonyms and plain("出版日", "発行日") == 0.5  # [出版, 日] vs [発行, 日]
+    _fake_chikkarpy(monkeypatch)
+    user_dic = tmp_path / "user.dic"
+    user_dic.write_bytes(b"")
+    with_synonyms = TokenSimilarity(dictionary="core", user_dic=user_dic)
+    assert with_synonyms.synonyms and with_synonyms("出版日", "発行日") == 1.0
+    out = evaluate_jemhopqa([], {}, similarity=with_synonyms)
+    assert "synonym matching: on" in str(out["note"])
+    with pytest.raises(InputError, match="no such synonym dictionary"):
+        TokenSimilarity(dictionary="core", user_dic=tmp_path / "missing.dic")

@@ -113,21 +113,15 @@ def evaluate_hieradate(
             continue
         probes = example.meta["probes"]
         pred = _prediction_record(example.id, probes, predictions)
-
-        def text(key: str, record: Mapping[str, Any] = pred, qid: str = example.id) -> str:
-            return answer_string(f"{qid}{PROBE_SEPARATOR}{key}", record[key])
-
-        main.append(answer_scores(text("answer"), example.answers[0]))
-        robust.append(answer_scores(text("ans_robust"), str(probes["ans_robust"])))
-        extract.extend(answer_scores(text(k), str(probes[k])) for k in probe_keys(probes)
-                            if k.startswith("ans_extract_"))
-        if is_lived_longer(probes):
-            numeric.extend(age_scores(pred[k], probes[k], f"{example.id}{PROBE_SEPARATOR}{k}")
-                             for k in ("ans_reason_1", "ans_reason_2"))
-            comparisons = ["ans_reason_3"]
-        else:
-            comparisons = ["ans_reason_1", "ans_reason_2"]
-        compare.extend(exact_match(text(k), [str(probes[k])]) for k in comparisons)
+        ages = ("ans_reason_1", "ans_reason_2") if is_lived_longer(probes) else ()
+        text = {key: answer_string(f"{example.id}{PROBE_SEPARATOR}{key}", pred[key])
+                for key in ["answer", *probe_keys(probes)] if key not in ages}
+        main.append(answer_scores(text["answer"], example.answers[0]))
+        robust.append(answer_scores(text["ans_robust"], str(probes["ans_robust"])))
+        extract.extend(answer_scores(text[k], str(probes[k])) for k in text if k.startswith("ans_extract_"))
+        numeric.extend(age_scores(pred[k], probes[k], f"{example.id}{PROBE_SEPARATOR}{k}") for k in ages)
+        comparisons = ["ans_reason_3"] if ages else ["ans_reason_1", "ans_reason_2"]
+        compare.extend(exact_match(text[k], [str(probes[k])]) for k in comparisons)
 
     out: dict[str, object] = {}
     out |= _block(main, ("em", "f1", "prec", "recall"))
