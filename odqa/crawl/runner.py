@@ -123,7 +123,7 @@ class _Run:
         self.provider = provider
         self.progress = progress
         self.wikipedia = Wikipedia(config.wikipedia_endpoint)
-        self.window = config.concurrency * 8  # tasks started ahead, so idle hosts never wait behind busy ones
+        self.window = config.concurrency * 4  # pages in flight: fetching, or fetched and awaiting extraction
 
     async def run(self) -> None:
         policy = AddressPolicy.trusting(

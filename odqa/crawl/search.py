@@ -68,7 +68,11 @@ def _results(items: list[Mapping[str, Any]], url: str, title: str, snippet: str)
 
 @dataclass(frozen=True)
 class GoogleSearch:
-    """Google Custom Search JSON API: ``key`` + ``cx``, at most 10 results a page (``start`` pages on)."""
+    """Google Custom Search JSON API: ``cx`` names the engine, at most 10 results a page (``start`` pages on).
+
+    The key travels in the ``X-Goog-Api-Key`` header, not the ``key`` parameter, so it is never part of a URL
+    that a library may log (httpx logs every request URL at INFO level).
+    """
 
     key: str = field(repr=False)
     cx: str = field(repr=False)
@@ -78,9 +82,8 @@ class GoogleSearch:
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
         for start in range(1, min(top, 100) + 1, 10):
             num = min(10, top - start + 1)
-            yield ApiRequest(
-                self.endpoint, {"key": self.key, "cx": self.cx, "q": query, "num": num, "start": start}
-            )
+            params: dict[str, str | int] = {"cx": self.cx, "q": query, "num": num, "start": start}
+            yield ApiRequest(self.endpoint, params, {"X-Goog-Api-Key": self.key})
 
     def parse(self, payload: Any) -> list[SearchResult]:
         return _results(_items(payload, "items"), "link", "title", "snippet")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ __all__ = ["DumpArticle", "html_files_for", "read_dump", "read_html_file", "wiki
 _HIDDEN_TAGS = frozenset({"ref", "references", "gallery", "math", "score", "timeline", "syntaxhighlight"})
 _MEDIA_NAMESPACES = frozenset({"6", "14", "-2"})  # File, Category, Media: their links are not prose
 _HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
+_EMPTY_BRACKETS = re.compile(r"\s*\(\s*[,;:]?\s*\)")  # what is left of "(<template>)" once it is dropped
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ def wikitext_to_text(
             with contextlib.suppress(ValueError):  # already gone with a removed parent
                 code.remove(node)
     text = code.strip_code(normalize=True, collapse=True)
-    lines = (" ".join(line.split()) for line in text.splitlines())
+    lines = (" ".join(_EMPTY_BRACKETS.sub("", line).split()) for line in text.splitlines())
     return "\n".join(line for line in lines if line)
 
 

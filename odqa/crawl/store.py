@@ -70,12 +70,13 @@ CREATE TABLE IF NOT EXISTS pages (
 
 
 def normalise_url(url: str) -> str:
-    """The key of a web page: courlan's normal form (lower-case host, no fragment, no default port, ...)."""
-    if not url.startswith(("http://", "https://")):
+    """The key of a web page: courlan's normal form (lower-case host, sorted query, no default port), without
+    the fragment, which never changes what the server sends."""
+    if not url.lower().startswith(("http://", "https://")):
         return url
     courlan = require("courlan", "crawl")
     try:
-        return str(courlan.normalize_url(url))
+        return str(courlan.normalize_url(url)).split("#", 1)[0]
     except ValueError:
         return url
 
@@ -131,37 +132,31 @@ class CrawlStore:
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        if readonly and not self.path.is_file():
+            raise CrawlError(f"{self.path}: no crawl store here; run `odqa crawl QUESTIONS --out DIR` first")
         try:
             if readonly:
-                if not self.path.is_file():
-                    raise CrawlError(
-                        f"{self.path}: no crawl store here; run `odqa crawl QUESTIONS --out DIR` first"
-                    )
                 self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(self.path, isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute(
-                    "PRAGMA synchronous=NORMAL"
-                )  # with WAL: a process crash loses nothing committed
+                self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a killed process loses no commit
                 self._db.executescript(_SCHEMA)
-                self._check_version()
             self._db.execute("PRAGMA busy_timeout=10000")
+            self._check_version(readonly)
         except sqlite3.DatabaseError as exc:
-            raise CrawlError(
-                f"{self.path}: not a usable crawl store ({exc}); use a new --out folder"
-            ) from exc
+            message = f"{self.path}: not a usable crawl store ({exc}); use another --out folder"
+            raise CrawlError(message) from exc
 
-    def _check_version(self) -> None:
+    def _check_version(self, readonly: bool) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None:
+        if row is None and not readonly:
             self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise CrawlError(
-                f"{self.path}: store schema {row[0]}, this odqa writes {SCHEMA_VERSION}; "
-                "use a new --out folder"
-            )
+        elif row is None or row[0] != SCHEMA_VERSION:
+            found = "no schema version" if row is None else f"schema {row[0]}"
+            raise CrawlError(f"{self.path}: {found}, this odqa reads schema {SCHEMA_VERSION}; "
+                             "use a new --out folder")
 
     def __enter__(self) -> CrawlStore:
         return self

@@ -21,11 +21,18 @@ def server() -> Iterator[FixtureServer]:
 
 @pytest.fixture
 def make_config() -> Callable[..., CrawlConfig]:
-    """CrawlConfig with short timeouts and no politeness delay; loopback allowed (the server is on 127.0.0.1)."""
+    """CrawlConfig with short timeouts, no politeness delay, loopback allowed (the server is on 127.0.0.1)."""
 
     def make(**overrides: Any) -> CrawlConfig:
-        settings: dict[str, Any] = {"timeout": 2.0, "retries": 1, "backoff": 0.05, "delay": 0.0,
-                                    "allow_private": True, "extract_workers": 0, "per_host": 4}
+        settings: dict[str, Any] = {
+            "timeout": 2.0,
+            "retries": 1,
+            "backoff": 0.05,
+            "delay": 0.0,
+            "allow_private": True,
+            "extract_workers": 0,
+            "per_host": 4,
+        }
         return CrawlConfig(**(settings | overrides))
 
     return make

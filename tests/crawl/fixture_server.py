@@ -1,5 +1,5 @@
-"""A real HTTP server on 127.0.0.1 for the crawl tests: canned replies per path, a request log, in-flight peaks,
-and routes that look like Wikipedia and Google Custom Search."""
+"""A real HTTP server on 127.0.0.1 for the crawl tests: canned replies per path, a request log, in-flight
+peaks, and routes that look like Wikipedia and Google Custom Search."""
 
 from __future__ import annotations
 
@@ -102,9 +102,17 @@ class FixtureServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 pass
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except ConnectionError:  # the client hung up on purpose (timeout, size cap, killed crawler)
+                    self.close_connection = True
+
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
-                seen = Seen(unquote(parts.path), parse_qs(parts.query), dict(self.headers.items()), time.monotonic())
+                seen = Seen(
+                    unquote(parts.path), parse_qs(parts.query), dict(self.headers.items()), time.monotonic()
+                )
                 with server._lock:
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
@@ -137,9 +145,11 @@ class FixtureServer:
 def page_html(title: str, paragraphs: list[str]) -> str:
     """A small article page trafilatura extracts: a title and a few paragraphs of prose."""
     body = "".join(f"<p>{p}</p>" for p in paragraphs)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
-            f"<nav><a href='/'>Home</a></nav><article><h1>{title}</h1>{body}</article>"
-            "<footer>Footer links</footer></body></html>")
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+        f"<nav><a href='/'>Home</a></nav><article><h1>{title}</h1>{body}</article>"
+        "<footer>Footer links</footer></body></html>"
+    )
 
 
 def add_wikipedia(server: FixtureServer) -> None:
@@ -153,8 +163,10 @@ def add_wikipedia(server: FixtureServer) -> None:
         key = title.replace(" ", "_")
         server.route(f"/api/rest_v1/page/html/{key}", Reply(body=html))
         server.route(f"/wiki/{key}", Reply(body=html))
-    server.route("/api/rest_v1/page/html/T-SNE", Reply(301, headers={"Location": quote(
-        f"/api/rest_v1/page/html/{TSNE_TITLE.replace(' ', '_')}")}))
+    server.route(
+        "/api/rest_v1/page/html/T-SNE",
+        Reply(301, headers={"Location": quote(f"/api/rest_v1/page/html/{TSNE_TITLE.replace(' ', '_')}")}),
+    )
     server.route("/robots.txt", Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain"))
 
     def search(seen: Seen) -> Reply:
@@ -167,17 +179,19 @@ def add_wikipedia(server: FixtureServer) -> None:
 
 
 def add_google(server: FixtureServer, results: Mapping[str, list[str]], key: str = "test-google-key") -> None:
-    """A Google Custom Search JSON API stand-in at /customsearch/v1: ``results`` maps a query word to links."""
+    """A Google Custom Search JSON API stand-in at /customsearch/v1; ``results``: query word -> links."""
 
     def answer(seen: Seen) -> Reply:
-        if seen.query.get("key") != [key] or not seen.query.get("cx"):
+        if seen.headers.get("X-Goog-Api-Key") != key or not seen.query.get("cx"):
             return Reply(403, json.dumps({"error": {"code": 403, "message": "bad key"}}), "application/json")
         query = seen.query.get("q", [""])[0].lower()
         start = int(seen.query.get("start", ["1"])[0])
         num = int(seen.query.get("num", ["10"])[0])
         links = [link for word, found in results.items() if word in query for link in found]
-        items = [{"kind": "customsearch#result", "title": f"Result {i}", "link": link, "snippet": "..."}
-                 for i, link in enumerate(links[start - 1 : start - 1 + num], start=start)]
+        items = [
+            {"kind": "customsearch#result", "title": f"Result {i}", "link": link, "snippet": "..."}
+            for i, link in enumerate(links[start - 1 : start - 1 + num], start=start)
+        ]
         payload: dict[str, Any] = {"kind": "customsearch#search", "items": items} if items else {}
         return Reply(body=json.dumps(payload), content_type="application/json; charset=UTF-8")
 
@@ -189,8 +203,10 @@ def add_articles(server: FixtureServer, count: int, delay: float = 0.0) -> list[
     urls = []
     for n in range(count):
         path = f"/article/{n}"
-        text = [f"Article {n} is about the history of topic number {n}, told in plain words for a test.",
-                f"It has a second paragraph, so the extractor sees real prose about subject {n} and more."]
+        text = [
+            f"Article {n} is about the history of topic number {n}, told in plain words for a test.",
+            f"It has a second paragraph, so the extractor sees real prose about subject {n} and more.",
+        ]
         server.route(path, Reply(body=page_html(f"Article {n}", text), delay=delay))
         urls.append(server.url(path))
     return urls

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import time
 import zlib
 from collections.abc import Callable
@@ -27,7 +28,9 @@ def fetch(config: CrawlConfig, *urls: str) -> list[Page]:
     return asyncio.run(run())
 
 
-def test_plain_page_comes_back_decoded(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+def test_plain_page_comes_back_decoded(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     server.route("/a", Reply(body=ARTICLE))
     (page,) = fetch(make_config(contact="me@example.org"), server.url("/a"))
     assert page.status == "ok" and page.http_status == 200 and page.content_type == "text/html"
@@ -36,21 +39,24 @@ def test_plain_page_comes_back_decoded(server: FixtureServer, make_config: Calla
     assert agent.startswith("odqa-crawl/") and "me@example.org" in agent
 
 
-def test_robots_disallow_is_honoured_and_cached(server: FixtureServer,
-                                                make_config: Callable[..., CrawlConfig]) -> None:
+def test_robots_disallow_is_honoured_and_cached(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     server.route("/robots.txt", Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain"))
     server.route("/private/x", Reply(body=ARTICLE))
     server.route("/public/x", Reply(body=ARTICLE))
-    blocked, allowed, again = fetch(make_config(), server.url("/private/x"), server.url("/public/x"),
-                                    server.url("/public/x?b=1"))
+    blocked, allowed, again = fetch(
+        make_config(), server.url("/private/x"), server.url("/public/x"), server.url("/public/x?b=1")
+    )
     assert blocked.status == "error" and (blocked.error or "").startswith("robots")
     assert allowed.status == "ok" and again.status == "ok"
     assert server.hits("/private/x") == 0
     assert server.hits("/robots.txt") == 1
 
 
-def test_robots_server_error_means_disallow_all(server: FixtureServer,
-                                                make_config: Callable[..., CrawlConfig]) -> None:
+def test_robots_server_error_means_disallow_all(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     server.route("/robots.txt", Reply(500, "oops"))
     server.route("/a", Reply(body=ARTICLE))
     (page,) = fetch(make_config(retries=0), server.url("/a"))
@@ -67,8 +73,9 @@ def test_429_waits_for_retry_after(server: FixtureServer, make_config: Callable[
     assert second - first >= 0.95
 
 
-def test_retry_after_longer_than_the_limit_fails_now(server: FixtureServer,
-                                                     make_config: Callable[..., CrawlConfig]) -> None:
+def test_retry_after_longer_than_the_limit_fails_now(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     server.route("/busy", Reply(503, "later", headers={"Retry-After": "3600"}))
     (page,) = fetch(make_config(max_retry_after=5), server.url("/busy"))
     assert (page.error or "").startswith("http_503") and server.hits("/busy") == 1
@@ -94,14 +101,17 @@ def test_slow_response_times_out(server: FixtureServer, make_config: Callable[..
 
 
 @pytest.mark.parametrize("send_length", [True, False], ids=["content-length", "streamed"])
-def test_body_over_the_cap_is_refused(server: FixtureServer, make_config: Callable[..., CrawlConfig],
-                                      send_length: bool) -> None:
+def test_body_over_the_cap_is_refused(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], send_length: bool
+) -> None:
     server.route("/big", Reply(body=b"<p>" + b"x" * 300_000, send_length=send_length))
     (page,) = fetch(make_config(max_bytes=100_000), server.url("/big"))
     assert (page.error or "").startswith("too_large")
 
 
-def test_gzip_bomb_is_stopped_at_the_cap(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+def test_gzip_bomb_is_stopped_at_the_cap(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     bomb = gzip.compress(b" " * 50_000_000, compresslevel=9)
     assert len(bomb) < 100_000
     server.route("/bomb", Reply(body=bomb, headers={"Content-Encoding": "gzip"}))
@@ -110,8 +120,9 @@ def test_gzip_bomb_is_stopped_at_the_cap(server: FixtureServer, make_config: Cal
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
-def test_compressed_bodies_are_decoded(server: FixtureServer, make_config: Callable[..., CrawlConfig],
-                                       encoding: str) -> None:
+def test_compressed_bodies_are_decoded(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], encoding: str
+) -> None:
     data = ARTICLE.encode()
     if encoding == "gzip":
         body = gzip.compress(data)
@@ -147,13 +158,17 @@ def test_redirect_limit(server: FixtureServer, make_config: Callable[..., CrawlC
     for n in range(5):
         server.route(f"/hop{n}", Reply(301, headers={"Location": f"/hop{n + 1}"}))
     server.route("/hop5", Reply(body=ARTICLE))
-    short, enough = fetch(make_config(max_redirects=3), server.url("/hop0")), fetch(make_config(), server.url("/hop0"))
+    short, enough = (
+        fetch(make_config(max_redirects=3), server.url("/hop0")),
+        fetch(make_config(), server.url("/hop0")),
+    )
     assert (short[0].error or "").startswith("too_many_redirects")
     assert enough[0].status == "ok" and enough[0].final_url == server.url("/hop5")
 
 
-def test_redirect_into_robots_disallowed_path(server: FixtureServer,
-                                              make_config: Callable[..., CrawlConfig]) -> None:
+def test_redirect_into_robots_disallowed_path(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     server.route("/robots.txt", Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain"))
     server.route("/go", Reply(302, headers={"Location": "/private/secret"}))
     (page,) = fetch(make_config(), server.url("/go"))
@@ -167,11 +182,18 @@ def test_invalid_utf8_still_decodes(server: FixtureServer, make_config: Callable
     assert page.status == "ok" and "Some words of prose" in (page.html or "")
 
 
-@pytest.mark.parametrize(("codec", "declared_in"), [("shift_jis", "header"), ("shift_jis", "meta"),
-                                                     ("latin-1", "header"), ("cp1252", "meta")])
-def test_declared_non_utf8_charsets(server: FixtureServer, make_config: Callable[..., CrawlConfig],
-                                    codec: str, declared_in: str) -> None:
-    text = "東京は日本の首都です。人口は約千四百万人です。" if codec == "shift_jis" else "Café crème, naïve façade, déjà vu."
+@pytest.mark.parametrize(
+    ("codec", "declared_in"),
+    [("shift_jis", "header"), ("shift_jis", "meta"), ("latin-1", "header"), ("cp1252", "meta")],
+)
+def test_declared_non_utf8_charsets(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], codec: str, declared_in: str
+) -> None:
+    text = (
+        "東京は日本の首都です。人口は約千四百万人です。"
+        if codec == "shift_jis"
+        else "Café crème, naïve façade, déjà vu."
+    )
     meta = f"<meta charset='{codec}'>" if declared_in == "meta" else ""
     html = f"<html><head>{meta}<title>t</title></head><body><p>{text}</p></body></html>"
     content_type = f"text/html; charset={codec}" if declared_in == "header" else "text/html"
@@ -180,16 +202,21 @@ def test_declared_non_utf8_charsets(server: FixtureServer, make_config: Callable
     assert text in (page.html or "")
 
 
-@pytest.mark.parametrize(("codec", "text"), [
-    ("cp1251", "Москва — столица России, крупнейший по численности населения город страны. "),
-    ("shift_jis", "東京は日本の首都であり、政治・経済・文化の中心地です。人口は約千四百万人です。"),
-])
+@pytest.mark.parametrize(
+    ("codec", "text"),
+    [
+        ("cp1251", "Москва — столица России, крупнейший по численности населения город страны. "),
+        ("shift_jis", "東京は日本の首都であり、政治・経済・文化の中心地です。人口は約千四百万人です。"),
+    ],
+)
 def test_undeclared_charset_is_detected(codec: str, text: str) -> None:
     html = f"<html><body><p>{text * 3}</p></body></html>".encode(codec)
     assert text * 3 in decode_html(html, "text/html")
 
 
-def test_per_host_concurrency_and_delay(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+def test_per_host_concurrency_and_delay(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
     for n in range(6):
         server.route(f"/p{n}", Reply(body=ARTICLE, delay=0.1))
     config = make_config(per_host=2, delay=0.1, concurrency=16, robots=False)
@@ -197,4 +224,4 @@ def test_per_host_concurrency_and_delay(server: FixtureServer, make_config: Call
     assert all(p.status == "ok" for p in pages)
     assert server.peak_in_flight <= 2
     starts = sorted(s.at for s in server.seen)
-    assert all(b - a >= 0.09 for a, b in zip(starts, starts[1:]))
+    assert all(b - a >= 0.09 for a, b in itertools.pairwise(starts))

@@ -1,0 +1,49 @@
+"""Extraction of real Wikipedia pages, and the worker pool's time limit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from odqa.crawl.extract import ExtractorPool, extract_html
+
+WEB = Path(__file__).resolve().parent.parent / "data" / "web"
+
+
+def test_tsne_page_matches_trafilatura_expectations() -> None:
+    html = (WEB / "trafilatura" / "en.wikipedia.org.tsne.html").read_text(encoding="utf-8")
+    result = extract_html(html, "https://en.wikipedia.org/wiki/T-distributed_stochastic_neighbor_embedding")
+    assert result.reason is None
+    assert result.title == "T-distributed stochastic neighbor embedding"
+    assert "Given a set of high-dimensional objects" in result.text
+    assert "Herein a heavy-tailed Student t-distribution" in result.text
+    assert "Categories:" not in result.text
+    assert "Conditional random field" not in result.text
+
+
+def test_mozilla_page_keeps_title_and_lead() -> None:
+    html = (WEB / "readability" / "wikipedia" / "source.html").read_text(encoding="utf-8")
+    expected = json.loads((WEB / "readability" / "wikipedia" / "expected-metadata.json").read_text("utf-8"))
+    result = extract_html(html)
+    assert result.reason is None
+    assert result.title.startswith("Mozilla")
+    lead = expected["excerpt"].split(".[1]")[0]  # "Mozilla is a free-software community, ... exceptions"
+    assert lead in " ".join(result.text.split())
+
+
+def test_empty_extraction_is_an_outcome() -> None:
+    assert extract_html("<html><head><script>var x = 1;</script></head><body></body></html>").reason == (
+        "extraction_empty"
+    )
+    assert extract_html("").reason == "extraction_empty"
+
+
+def test_pool_replaces_a_worker_that_overruns() -> None:
+    html = (WEB / "trafilatura" / "en.wikipedia.org.tsne.html").read_text(encoding="utf-8")
+    with ExtractorPool(workers=1, timeout=0.002) as strict:
+        late = strict.extract(html)
+    assert (late.reason or "").startswith("extraction_timeout")
+    with ExtractorPool(workers=1, timeout=30) as pool:
+        first, second = pool.extract(html), pool.extract("<html><body></body></html>")
+    assert first.reason is None and "Given a set of high-dimensional objects" in first.text
+    assert second.reason == "extraction_empty"

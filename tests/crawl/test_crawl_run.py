@@ -1,0 +1,361 @@
+"""Whole crawl runs against the fixture server (Wikipedia, Google stand-in): store, resume, export, CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixture_server import TSNE_TITLE, FixtureServer, Reply, add_articles, add_google, add_wikipedia
+from typer.testing import CliRunner
+
+from odqa.cli import app
+from odqa.crawl import CrawlConfig, export_jsonl, is_crawl_dir, iter_examples, run_crawl
+from odqa.crawl.store import STORE_NAME
+from odqa.errors import CrawlError, FormatError
+from odqa.io import read_fid
+
+KEY = "test-google-key"
+ENV = {"GOOGLE_API_KEY": KEY, "GOOGLE_CSE_ID": "test-cse-id"}
+QUESTIONS = [
+    {
+        "id": "q1",
+        "question": "What is t-distributed stochastic neighbor embedding used for?",
+        "answers": ["visualization"],
+        "subject": TSNE_TITLE,
+    },
+    {"id": "q2", "question": "Who founded Mozilla?", "answers": ["Netscape"]},
+    {"id": "q3", "question": "A shared question about t-SNE", "answers": [], "subject": "T-SNE"},
+]
+
+
+def write_questions(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def web(server: FixtureServer) -> FixtureServer:
+    """Wikipedia routes, 3 articles, a 404, a robots-disallowed page, an image; Google answers by word."""
+    add_wikipedia(server)
+    articles = add_articles(server, 3)
+    server.route("/image.png", Reply(body=b"\x89PNG\r\n\x1a\n\x00\x00", content_type="image/png"))
+    add_google(
+        server,
+        {
+            "stochastic": [
+                articles[0],
+                articles[1],
+                server.url(f"/wiki/{TSNE_TITLE.replace(' ', '_')}"),
+                server.url("/private/page"),
+                server.url("/missing"),
+            ],
+            "mozilla": [articles[1], server.url("/image.png"), articles[1] + "#fragment"],
+            "shared": [articles[0]],
+        },
+    )
+    return server
+
+
+@pytest.fixture
+def google_config(web: FixtureServer, make_config: Callable[..., CrawlConfig]) -> Callable[..., CrawlConfig]:
+    def make(**overrides: Any) -> CrawlConfig:
+        return make_config(
+            **(
+                {
+                    "search": "google",
+                    "top": 10,
+                    "search_endpoint": web.url("/customsearch/v1"),
+                    "wikipedia_endpoint": web.base,
+                }
+                | overrides
+            )
+        )
+
+    return make
+
+
+def test_full_run_stores_extracts_and_exports(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
+) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
+    out = tmp_path / "run"
+    summary = run_crawl(questions, out, google_config(extract_workers=1), environ=ENV)
+
+    assert is_crawl_dir(out) and (out / "crawl.config.json").is_file()
+    assert summary.questions == 3 and summary.pending == 0 and summary.lookups_failed == {}
+    assert summary.failed == {"robots": 1, "http_404": 1, "not_html": 1}
+    assert summary.extracted == summary.pages - 3 == summary.fetched
+    assert web.hits("/article/1") == 1  # shared by q1 and q2 (and a #fragment variant): fetched once
+    assert web.hits("/private/page") == 0
+
+    examples = {e.id: e for e in iter_examples(out)}
+    q1 = examples["q1"]
+    assert q1.answers == ("visualization",) and q1.ctxs is not None
+    assert q1.ctxs[0].meta["source"] == "wikipedia" and q1.ctxs[0].title == TSNE_TITLE
+    assert "Given a set of high-dimensional objects" in q1.ctxs[0].text
+    assert [d.meta["source"] for d in q1.ctxs] == ["wikipedia", "google", "google", "google"]
+    assert [d.meta["rank"] for d in q1.ctxs[1:]] == [0, 1, 2]
+    assert q1.ctxs[1].title == "Article 0" and "history of topic number 0" in q1.ctxs[1].text
+    mozilla = examples["q2"].ctxs or ()
+    assert mozilla[0].title.startswith("Mozilla") and "free-software community" in mozilla[0].text
+    assert mozilla[1].id == q1.ctxs[2].id  # the shared page keeps one id
+    assert (examples["q3"].ctxs or ())[0].title == TSNE_TITLE  # REST redirect T-SNE -> the article
+
+    exported = tmp_path / "export.jsonl"
+    assert export_jsonl(out, exported) == 3
+    back = {e.id: e for e in read_fid(exported)}
+    assert [d.text for d in back["q1"].ctxs or ()] == [d.text for d in q1.ctxs]
+    assert (back["q1"].ctxs or ())[0].url == web.url(f"/api/rest_v1/page/html/{TSNE_TITLE.replace(' ', '_')}")
+
+
+def test_rerun_resumes_and_retry_failed_retries(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
+) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
+    out = tmp_path / "run"
+    first = run_crawl(questions, out, google_config(), environ=ENV)
+    hits = len(web.seen)
+    again = run_crawl(questions, out, google_config(), environ=ENV)
+    assert again == first and len(web.seen) == hits  # nothing left to do, nothing asked again
+
+    web.route(
+        "/missing",
+        Reply(
+            body="<html><body><article><p>"
+            + "Now it exists with real words. " * 5
+            + "</p></article></body></html>"
+        ),
+    )
+    run_crawl(questions, out, google_config(), environ=ENV)
+    assert web.hits("/missing") == 1  # a plain rerun leaves failures alone
+    retried = run_crawl(questions, out, google_config(retry_failed=True), environ=ENV)
+    assert web.hits("/missing") == 2 and "http_404" not in retried.failed
+    assert retried.extracted == first.extracted + 1
+    assert web.hits("/private/page") == 0  # robots still refuses it
+
+
+def test_search_result_at_a_private_address_is_refused_by_default(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
+) -> None:
+    """Configured endpoints (on 127.0.0.1) are trusted; a result pointing at another local service is not."""
+    with FixtureServer() as internal:
+        internal.route("/admin", Reply(body="<p>internal secrets</p>"))
+        add_google(web, {"internal": [internal.url("/admin")]})
+        questions = write_questions(tmp_path / "q.jsonl", [{"id": "x", "question": "internal admin page?"}])
+        summary = run_crawl(
+            questions, tmp_path / "run", google_config(allow_private=False, wikipedia=False), environ=ENV
+        )
+        assert summary.failed == {"blocked_address": 1}
+        assert internal.seen == []
+
+
+def test_failed_search_is_recorded_and_retried(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
+) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
+    bad_keys = {"GOOGLE_API_KEY": "wrong-key", "GOOGLE_CSE_ID": "cx"}
+    summary = run_crawl(questions, tmp_path / "run", google_config(), environ=bad_keys)
+    assert summary.lookups_failed == {"google: http_403": 1}
+    fixed = run_crawl(questions, tmp_path / "run", google_config(retry_failed=True), environ=ENV)
+    assert fixed.lookups_failed == {} and fixed.extracted == 4
+
+
+def test_api_key_never_reaches_store_outputs_or_logs(
+    tmp_path: Path,
+    web: FixtureServer,
+    google_config: Callable[..., CrawlConfig],
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    answer = web._routes["/customsearch/v1"]
+    assert callable(answer)
+    failing = iter([Reply(500, "boom"), Reply(429, "", headers={"Retry-After": "0"})])
+    web.route("/customsearch/v1", lambda seen: next(failing, None) or answer(seen))
+    caplog.set_level(logging.DEBUG)
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
+    out = tmp_path / "run"
+    run_crawl(questions, out, google_config(), environ=ENV)
+    export_jsonl(out, out / "export.jsonl")
+    assert any(s.headers.get("X-Goog-Api-Key") == KEY for s in web.seen)  # it was used...
+    leaked = [p.name for p in out.iterdir() if KEY.encode() in p.read_bytes()]
+    assert leaked == []  # ...but is in no file of the run folder (store, WAL, config, export)
+    captured = capsys.readouterr()
+    assert KEY not in caplog.text and KEY not in captured.out and KEY not in captured.err
+
+
+def test_offline_sources_dump_and_html_folder(
+    tmp_path: Path, make_config: Callable[..., CrawlConfig]
+) -> None:
+    wikitext = Path(__file__).resolve().parent.parent / "data" / "web" / "wikitext" / "Jerry-Mumphrey.txt"
+    dump = tmp_path / "dump.xml"
+    dump.write_text(
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/"><siteinfo>'
+        "<base>https://en.wikipedia.org/wiki/Main_Page</base></siteinfo><page><title>Jerry Mumphrey</title>"
+        "<ns>0</ns><revision><text>"
+        + wikitext.read_text("utf-8").replace("&", "&amp;").replace("<", "&lt;")
+        + "</text></revision></page></mediawiki>",
+        encoding="utf-8",
+    )
+    html_dir = tmp_path / "html"
+    (html_dir / "m1").mkdir(parents=True)
+    tsne = (
+        Path(__file__).resolve().parent.parent / "data" / "web" / "trafilatura" / "en.wikipedia.org.tsne.html"
+    )
+    (html_dir / "m1" / "tsne.html").write_bytes(tsne.read_bytes())
+    questions = write_questions(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "m1", "question": "Which teams did Jerry Mumphrey play for?", "subject": "Jerry Mumphrey"},
+            {"id": "m2", "question": "No subject, nothing offline"},
+        ],
+    )
+    config = make_config(dump=str(dump), html_dir=str(html_dir), allow_private=False)
+    summary = run_crawl(questions, tmp_path / "run", config, environ={})
+    assert summary.extracted == 2 and summary.failed == {}
+    (m1, m2) = iter_examples(tmp_path / "run")
+    assert [d.meta["source"] for d in m1.ctxs or ()] == ["dump", "html"]
+    assert (m1.ctxs or ())[0].text.startswith("Jerry Wayne Mumphrey (born September 9, 1952)")
+    assert "Given a set of high-dimensional objects" in (m1.ctxs or ())[1].text
+    assert m2.ctxs == ()
+
+
+def test_bad_inputs_are_clear_errors(tmp_path: Path, make_config: Callable[..., CrawlConfig]) -> None:
+    dupes = write_questions(
+        tmp_path / "d.jsonl", [{"id": "a", "question": "x?"}, {"id": "a", "question": "y?"}]
+    )
+    with pytest.raises(FormatError, match=r"d.jsonl:2: duplicate id 'a'"):
+        run_crawl(dupes, tmp_path / "run", make_config())
+    empty = write_questions(tmp_path / "e.jsonl", [{"id": "a", "question": "  "}])
+    with pytest.raises(FormatError, match=r"e\.jsonl:1: empty 'question'"):
+        run_crawl(empty, tmp_path / "run", make_config())
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / STORE_NAME).write_text("not a database", encoding="utf-8")
+    with pytest.raises(CrawlError, match="not a usable crawl store"):
+        list(iter_examples(tmp_path / "junk"))
+    with pytest.raises(CrawlError, match="no crawl store here"):
+        list(iter_examples(tmp_path))
+
+
+def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
+    out, export = tmp_path / "run", tmp_path / "out.jsonl"
+    config = tmp_path / "crawl.yaml"
+    config.write_text(
+        "timeout: 2\nretries: 0\nextract_workers: 0\ncontent_types: [text/html]\n", encoding="utf-8"
+    )
+    args = [
+        "crawl",
+        str(questions),
+        "--out",
+        str(out),
+        "--search",
+        "google",
+        "--search-endpoint",
+        web.url("/customsearch/v1"),
+        "--wikipedia-endpoint",
+        web.base,
+        "--allow-private",
+        "--delay",
+        "0",
+        "--config",
+        str(config),
+        "--export",
+        str(export),
+    ]
+    result = CliRunner().invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "failed: robots" in result.output and "exported 3 questions" in result.output
+    assert KEY not in result.output and len(export.read_text("utf-8").splitlines()) == 3
+
+    missing = CliRunner().invoke(app, args, env={"GOOGLE_API_KEY": "", "GOOGLE_CSE_ID": ""})
+    assert missing.exit_code == 1
+    assert "ConfigError: search 'google' needs the environment variable(s) GOOGLE_API_KEY" in flat(
+        missing.output
+    )
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("concurency: 3\n", encoding="utf-8")
+    bad = CliRunner().invoke(app, ["crawl", str(questions), "--out", str(out), "--config", str(typo)])
+    assert bad.exit_code == 1 and "unknown key(s) ['concurency']" in flat(bad.output)
+
+
+def flat(text: str) -> str:
+    """Console output without rich's line wrapping."""
+    return " ".join(text.split())
+
+
+def _stored(store: Path) -> int:
+    try:
+        with closing(sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)) as db:
+            return int(db.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0  # not created yet
+
+
+def test_sigkill_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) -> None:
+    add_wikipedia(server)
+    links = add_articles(server, 40, delay=0.1)
+    add_google(server, {"question": links})
+    rows = [{"id": f"k{n}", "question": f"question number {n}", "subject": TSNE_TITLE} for n in range(3)]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    out = tmp_path / "run"
+    command = [
+        sys.executable,
+        "-c",
+        "from odqa.cli import main; main()",
+        "crawl",
+        str(questions),
+        "--out",
+        str(out),
+        "--search",
+        "google",
+        "--top",
+        "40",
+        "--search-endpoint",
+        server.url("/customsearch/v1"),
+        "--wikipedia-endpoint",
+        server.base,
+        "--allow-private",
+        "--concurrency",
+        "4",
+        "--per-host",
+        "4",
+        "--delay",
+        "0",
+    ]
+    env = os.environ | ENV
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as crawler:
+        try:
+            deadline = time.monotonic() + 60
+            while _stored(out / STORE_NAME) < 5 and crawler.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            os.kill(crawler.pid, signal.SIGKILL)
+    assert crawler.returncode == -signal.SIGKILL
+    killed_at = _stored(out / STORE_NAME)
+    assert 5 <= killed_at < 41, f"the crawl was not caught mid-way ({killed_at} pages stored)"
+
+    with closing(sqlite3.connect(out / STORE_NAME)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+
+    with closing(sqlite3.connect(out / STORE_NAME)) as db:
+        urls = [u for (u,) in db.execute("SELECT url FROM pages")]
+        wanted = {u for (u,) in db.execute("SELECT DISTINCT url FROM results")}
+        statuses = {s for (s,) in db.execute("SELECT status FROM pages")}
+        per_question = dict(db.execute("SELECT question_id, COUNT(*) FROM results GROUP BY question_id"))
+    assert len(urls) == len(set(urls)) == len(wanted) == 41  # every page once, none missing
+    assert statuses == {"ok"} and per_question == {"k0": 41, "k1": 41, "k2": 41}
+    refetched = sum(server.hits(f"/article/{n}") for n in range(40)) - 40
+    assert 0 <= refetched <= 4 * 4  # at most the pages in flight (concurrency x 4: fetching or extracting)

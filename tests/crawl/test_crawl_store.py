@@ -1,0 +1,100 @@
+"""The SQLite store: URL keys, all-or-nothing writes, pending work, summaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from odqa.crawl.store import CrawlStore, PageRow, ResultRow, normalise_url, split_reason
+from odqa.records import Example
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("HTTP://Example.COM:80/a?b=2&a=1#frag", "http://example.com/a?a=1&b=2"),
+        ("https://example.com:443/x#y", "https://example.com/x"),
+        ("file:///tmp/a.html", "file:///tmp/a.html"),
+    ],
+)
+def test_normalise_url(url: str, key: str) -> None:
+    assert normalise_url(url) == key
+
+
+def test_split_reason() -> None:
+    assert split_reason("http_404") == ("http_404", None)
+    assert split_reason("not_html: Content-Type 'image/png'") == ("not_html", "Content-Type 'image/png'")
+    assert split_reason(None) == (None, None)
+
+
+def _store(tmp_path: Path) -> CrawlStore:
+    store = CrawlStore(tmp_path / "crawl.sqlite")
+    store.add_questions(
+        [
+            (Example(id="a", question="A?"), {"id": "a", "question": "A?"}),
+            (Example(id="b", question="B?"), {"id": "b", "question": "B?"}),
+        ]
+    )
+    return store
+
+
+def test_lookup_and_page_lifecycle(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        assert [(e.id, s) for e, s in store.pending_lookups(["wikipedia", "google"], retry_failed=False)] == [
+            ("a", "wikipedia"),
+            ("a", "google"),
+            ("b", "wikipedia"),
+            ("b", "google"),
+        ]
+        store.save_lookup("a", "wikipedia", [ResultRow("https://w.org/A", 0, "A")])
+        store.save_lookup("a", "google", [ResultRow("https://x.org/1", 0), ResultRow("https://w.org/A", 1)])
+        store.save_lookup("b", "google", [], error="http_429: quota")
+        pending = store.pending_lookups(["wikipedia", "google"], retry_failed=False)
+        assert [(e.id, s) for e, s in pending] == [("b", "wikipedia")]
+        assert len(store.pending_lookups(["wikipedia", "google"], retry_failed=True)) == 2
+        assert store.pending_pages(retry_failed=False) == [
+            ("https://w.org/A", True),
+            ("https://x.org/1", True),
+        ]
+
+        store.save_page(PageRow("https://w.org/A", "ok", title="A", text="text of A"))
+        store.save_page(PageRow("https://x.org/1", "failed", reason="timeout"))
+        assert store.pending_pages(retry_failed=False) == []
+        assert store.pending_pages(retry_failed=True) == [("https://x.org/1", True)]
+        docs = store.documents("a")
+        assert [(source, result.rank) for source, result, _page in docs] == [("wikipedia", 0), ("google", 1)]
+        summary = store.summary()
+        assert (summary.questions, summary.pages, summary.extracted) == (2, 2, 1)
+        assert summary.failed == {"timeout": 1} and summary.lookups_failed == {"google: http_429": 1}
+
+
+def test_wikipedia_pages_skip_robots_unless_also_a_search_result(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        store.save_lookup("a", "wikipedia", [ResultRow("https://w.org/api/A", 0)])
+        store.save_lookup("b", "wikipedia", [ResultRow("https://w.org/api/B", 0)])
+        store.save_lookup("b", "google", [ResultRow("https://w.org/api/B", 0)])
+        assert dict(store.pending_pages(retry_failed=False)) == {
+            "https://w.org/api/A": False,
+            "https://w.org/api/B": True,
+        }
+
+
+def test_a_failing_write_leaves_nothing_behind(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        bad = PageRow("https://x.org/1", "maybe")  # violates the status CHECK constraint
+        with pytest.raises(Exception, match="CHECK constraint"):
+            store.save_lookup("a", "google", [ResultRow("https://x.org/1", 0)], pages=[bad])
+        assert store.pending_pages(retry_failed=False) == []  # the results of that lookup were rolled back
+        assert len(store.pending_lookups(["google"], retry_failed=False)) == 2
+
+
+def test_questions_are_added_once(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        store.add_questions(
+            [
+                (Example(id="a", question="A changed?"), {"id": "a", "question": "A changed?"}),
+                (Example(id="c", question="C?"), {"id": "c", "question": "C?"}),
+            ]
+        )
+        assert [(e.id, e.question) for e, _ in store.examples()] == [("a", "A?"), ("b", "B?"), ("c", "C?")]
