@@ -5,6 +5,9 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from odqa.chunk import chunk, chunk_document
+from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig
+from odqa.datasets.detect import load_examples
+from odqa.embed import Encoder
 from odqa.errors import (
     BadIndexError,
     ConfigError,
@@ -16,25 +19,34 @@ from odqa.errors import (
     OdqaError,
 )
 from odqa.records import Document, Example, Hit, Page, Passage
+from odqa.refine import Refined, refine
 from odqa.retrieve.protocol import Reranker, Retriever
 
 __all__ = [
     "BadIndexError",
+    "ChunkConfig",
     "ConfigError",
     "CrawlError",
     "DependencyError",
     "Document",
+    "EmbedConfig",
+    "Encoder",
     "Example",
     "FormatError",
     "Hit",
+    "HybridConfig",
     "InputError",
     "ModelError",
     "OdqaError",
     "Page",
     "Passage",
+    "RefineConfig",
+    "Refined",
     "Reranker",
     "Retriever",
     "__version__",
     "chunk",
     "chunk_document",
+    "load_examples",
+    "refine",
 ]

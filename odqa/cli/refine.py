@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,29 +19,30 @@ RECALL_KS = (1, 5, 10, 20, 100)
 @app.command("refine")
 @guarded
 def refine_command(
-    source: Annotated[Path, typer.Argument(metavar="INPUT", help="Questions with candidates: FiD/Atlas/Complex-TR JSON(L), a TimeQA "
-                                               "file, or a crawl output folder.")],
+    source: Annotated[Path, typer.Argument(
+        metavar="INPUT",
+        help="Questions with candidates: FiD/Atlas/Complex-TR JSON(L), a TimeQA file, or a crawl output folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="FiD JSON Lines to write.")],
-    k: Annotated[Optional[int], typer.Option(help="Passages kept per question (default 100).")] = None,
-    scorer: Annotated[Optional[str], typer.Option(help="hybrid | dense | bm25 | original (default hybrid).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Embedding preset, hub id or local path (default minilm).")
+    k: Annotated[int | None, typer.Option(help="Passages kept per question (default 100).")] = None,
+    scorer: Annotated[str | None, typer.Option(help="hybrid | dense | bm25 | original (default hybrid).")] = None,
+    model: Annotated[str | None, typer.Option(help="Embedding preset, hub id or local path (default minilm).")
                      ] = None,
-    pooling: Annotated[Optional[str], typer.Option(help="cls | mean, for a model that is not a preset.")] = None,
-    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize",
+    pooling: Annotated[str | None, typer.Option(help="cls | mean, for a model that is not a preset.")] = None,
+    normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize",
                                                       help="Unit-normalise vectors (non-preset models).")] = None,
-    query_prompt: Annotated[Optional[str], typer.Option(help="Override the preset's query prefix ('' = none).")
+    query_prompt: Annotated[str | None, typer.Option(help="Override the preset's query prefix ('' = none).")
                             ] = None,
-    words: Annotated[Optional[int], typer.Option(help="Words per passage (default 100).")] = None,
-    stride: Annotated[Optional[int], typer.Option(help="Words between passage starts (default = words).")] = None,
-    chars: Annotated[Optional[int], typer.Option(help="Characters per passage for unspaced scripts (default 200)."
+    words: Annotated[int | None, typer.Option(help="Words per passage (default 100).")] = None,
+    stride: Annotated[int | None, typer.Option(help="Words between passage starts (default = words).")] = None,
+    chars: Annotated[int | None, typer.Option(help="Characters per passage for unspaced scripts (default 200)."
                                                  )] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help="Encoder batch size (default 64).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="fp32 | fp16 | bf16 (default fp32).")] = None,
-    cache_dir: Annotated[Optional[str], typer.Option(help="Embedding cache folder ('' = no cache).")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Encoder batch size (default 64).")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
+    precision: Annotated[str | None, typer.Option(help="fp32 | fp16 | bf16 (default fp32).")] = None,
+    cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder ('' = no cache).")] = None,
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
-    config: Annotated[Optional[Path], typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
 ) -> None:
     """Refine: keep the k best passages of each question's candidates (Complex-TR context refinement)."""
     from odqa.config import RefineConfig, load_config, write_resolved
@@ -66,7 +67,14 @@ def refine_command(
 
 def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
     """Refine ``source`` into ``out`` with a progress display; returns the summary figures."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from odqa.datasets.detect import load_examples
     from odqa.evaluate import has_answer, recall_at_k

@@ -62,7 +62,7 @@ def _model_parts() -> tuple[Any, Any, Any]:
         from sentence_transformers.base.modules import Normalize, Transformer
         from sentence_transformers.sentence_transformer.modules import Pooling
     except ImportError:
-        from sentence_transformers.models import Normalize, Pooling, Transformer
+        from sentence_transformers.models import Normalize, Pooling, Transformer  # type: ignore[no-redef]
     return Transformer, Pooling, Normalize
 
 

@@ -21,7 +21,8 @@ __all__ = ["TimeWindow", "parse_window", "passage_years", "temporal_scores"]
 _YEAR = r"(1[0-9]{3}|20[0-9]{2})"
 _YEAR_RE = re.compile(rf"(?<![\d.,]){_YEAR}(?:s)?(?![\d])")
 _DECADE_RE = re.compile(r"(?:\b(early|mid|late)[- ])?\b(1[0-9]{2}|20[0-9])0s\b", re.IGNORECASE)
-_RANGE_RE = re.compile(rf"(?:from|between)\s+(?:\w+\s+){{0,2}}?{_YEAR}\s*(?:to|and|until|till|-|–)\s*(?:\w+\s+){{0,2}}?{_YEAR}",
+_RANGE_RE = re.compile(
+    rf"(?:from|between)\s+(?:\w+\s+){{0,2}}?{_YEAR}\s*(?:to|and|until|till|-|–)\s*(?:\w+\s+){{0,2}}?{_YEAR}",
                        re.IGNORECASE)
 _BEFORE_RE = re.compile(rf"\b(?:before|prior to|until|till|by)\s+(?:\w+\.?\s+){{0,2}}?{_YEAR}", re.IGNORECASE)
 _AFTER_RE = re.compile(rf"\b(?:after|since|following)\s+(?:\w+\.?\s+){{0,2}}?{_YEAR}", re.IGNORECASE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 from odqa.chunk import is_unspaced
@@ -15,11 +16,16 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 # A short list of English function words; kept small so content words like "first" or "after" still count.
 STOPWORDS = frozenset(
-    "a an the and or but if of at by for with about against between into through during to from in on off "
-    "over under again further then once here there when where why how all any both each few more most other "
-    "some such no nor not only own same so than too very s t can will just don should now is are was were be "
-    "been being have has had having do does did doing i me my we our you your he him his she her it its they "
-    "them their what which who whom this that these those am as until while".split()
+    {
+        "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against",
+        "between", "into", "through", "during", "to", "from", "in", "on", "off", "over", "under", "again",
+        "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each",
+        "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than",
+        "too", "very", "s", "t", "can", "will", "just", "don", "should", "now", "is", "are", "was", "were",
+        "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "i", "me", "my",
+        "we", "our", "you", "your", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their",
+        "what", "which", "who", "whom", "this", "that", "these", "those", "am", "as", "until", "while",
+    }
 )
 
 
@@ -30,10 +36,14 @@ def _stemmer() -> Any:
     return Stemmer.Stemmer("english")
 
 
-def tokenize(text: str) -> list[str]:
-    """Tokens for BM25: stemmed words (minus stopwords) or, for unspaced scripts, character bigrams."""
+@lru_cache(maxsize=200_000)
+def tokenize(text: str) -> tuple[str, ...]:
+    """Tokens for BM25: stemmed words (minus stopwords) or, for unspaced scripts, character bigrams.
+
+    Cached: many questions share the same candidate passages.
+    """
     if is_unspaced(text):
         chars = [c for c in text if not c.isspace()]
-        return [a + b for a, b in zip(chars, chars[1:], strict=False)] or chars
+        return tuple(a + b for a, b in pairwise(chars)) or tuple(chars)
     words = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
-    return list(_stemmer().stemWords(words))
+    return tuple(_stemmer().stemWords(words))

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from odqa.cli import app
+
+runner = CliRunner()
+
+QUESTIONS = [
+    {"id": "q1", "question": "Who was the mayor of Geneva in 1998?", "answers": ["Anna Keller"],
+     "ctxs": [{"id": "c1", "title": "Zurich", "text": "Zurich is the largest city in Switzerland."},
+              {"id": "c2", "title": "Geneva", "text": "In 1998 the mayor of Geneva was Anna Keller."},
+              {"id": "c3", "title": "Lake", "text": "Lake Geneva lies north of the Alps."}]},
+    {"id": "q2", "question": "Which city is the largest in Switzerland?", "answers": ["Zurich"],
+     "passages": ["Bern is the capital.", "Zurich is the largest city in Switzerland."]},
+]
+
+
+def write_questions(path: Path, rows: list[dict[str, Any]] = QUESTIONS) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_refine_bm25_writes_fid_with_resolved_config(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "refined.jsonl"
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")), "--out", str(out),
+                                 "--scorer", "bm25", "--k", "2"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["q1", "q2"]
+    assert [c["id"] for c in rows[0]["ctxs"]] == ["c2", "c3"]  # ids given in the input are kept
+    assert rows[0]["ctxs"][0]["has_answer"] is True and rows[0]["ctxs"][1]["has_answer"] is False
+    assert rows[1]["ctxs"][0]["text"].startswith("Zurich") and rows[1]["ctxs"][0]["id"] == "q2:1"
+    assert set(rows[0]["ctxs"][0]) == {"id", "title", "text", "score", "has_answer"}
+    config = json.loads((out.parent / "refined.jsonl.config.json").read_text())
+    assert config["k"] == 2 and config["scorer"] == "bm25"
+    assert "answer recall@1" in result.output
+
+
+def test_refine_hybrid_with_bundled_model_and_atlas_key(tmp_path: Path, minilm_path: Path) -> None:
+    out = tmp_path / "atlas.jsonl"
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")), "--out", str(out),
+                                 "--atlas", "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    first = json.loads(out.read_text().splitlines()[0])
+    assert "passages" in first and "ctxs" not in first
+    assert first["passages"][0]["id"] == "c2"
+    assert "fewer than k=100" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        ('{"id": "q1", "question": "ok", "ctxs": []}\n{"id": "q2", "question": \n', [],
+         "FormatError: {path}:2: malformed JSON"),
+        ('{"id": "q1", "question": "ok"}\n', ["--model", "bge"], "ConfigError: unknown embedding preset 'bge'"),
+        ('{"id": "q1", "question": "ok"}\n', ["--k", "0"], "ConfigError: k must be >= 1"),
+        ('{"id": "q1", "question": "ok"}\n', ["--scorer", "magic"], "ConfigError: scorer 'magic' is not valid"),
+        ('{"id": "q1"}\n', ["--scorer", "bm25"], "FormatError: {path}:1: record has no 'question'"),
+    ],
+)
+def test_bad_input_is_one_typed_line_and_exit_1(tmp_path: Path, content: str, args: list[str], message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    result = runner.invoke(app, ["refine", str(path), "--out", str(tmp_path / "o.jsonl"), *args])
+    assert result.exit_code == 1
+    assert message.format(path=path) in " ".join(result.output.split())
+    assert not (tmp_path / "o.jsonl").exists()  # nothing half-written
+
+
+def test_missing_input_file(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["refine", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 1 and "InputError" in result.output
+
+
+def test_timeqa_file_is_detected(tmp_path: Path) -> None:
+    from odqa.demo import demo_data
+
+    out = tmp_path / "t.jsonl"
+    result = runner.invoke(app, ["refine", str(demo_data()), "--out", str(out), "--scorer", "bm25", "--k", "5"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 108 and all(1 <= len(r["ctxs"]) <= 5 for r in rows)
+    assert sum(len(r["ctxs"]) == 5 for r in rows) > 100  # a few articles are shorter than 500 words
+    assert rows[0]["id"].startswith("/wiki/")

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from odqa.errors import FormatError, InputError
+from odqa.io import (
+    atomic_write,
+    example_from_dict,
+    example_to_fid,
+    read_dpr_tsv,
+    read_fid,
+    read_jsonl,
+    write_dpr_tsv,
+    write_jsonl,
+)
+from odqa.records import Hit, Passage
+
+
+def test_malformed_line_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"question": "a"}\n\n{"question": "b"\n')
+    with pytest.raises(FormatError) as info:
+        list(read_jsonl(path))
+    assert info.value.line == 3 and str(path) in str(info.value) and ":3:" in str(info.value)
+
+
+def test_non_object_line_and_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text("[1, 2]\n")
+    with pytest.raises(FormatError, match="expected a JSON object"):
+        list(read_jsonl(path))
+    with pytest.raises(InputError, match="no such file"):
+        list(read_jsonl(tmp_path / "missing.jsonl"))
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    write_jsonl(path, [{"a": 1}])
+    with pytest.raises(RuntimeError), atomic_write(path) as fh:
+        fh.write("partial")
+        raise RuntimeError("crash")
+    assert path.read_text() == '{"a": 1}\n'
+    assert list(tmp_path.iterdir()) == [path]  # no temp file left behind
+
+
+def test_read_fid_json_array_gzip_and_shapes(tmp_path: Path) -> None:
+    records = [
+        {"id": "q1", "question": "Who?", "answers": ["X"], "ctxs": [{"id": "7", "title": "T", "text": "X did it"}]},
+        {"_id": "q2", "question": "When?", "text_answers": {"text": ["1990", "1991"]}, "passages": ["plain text"]},
+        {"question": "No id", "answer": "Y"},
+    ]
+    path = tmp_path / "q.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump(records, fh)
+    q1, q2, q3 = read_fid(path)
+    assert q1.id == "q1" and q1.answers == ("X",) and q1.ctxs is not None and q1.ctxs[0].id == "7"
+    assert q2.id == "q2" and q2.answers == ("1990", "1991")
+    assert q2.ctxs is not None and q2.ctxs[0].text == "plain text" and q2.ctxs[0].id == "q2:0"
+    assert q3.id == "2" and q3.answers == ("Y",) and q3.ctxs is None
+
+
+def test_bad_records() -> None:
+    with pytest.raises(FormatError, match="no 'question'"):
+        example_from_dict({"id": 1})
+    with pytest.raises(FormatError, match="answers must be"):
+        example_from_dict({"question": "q", "answers": {"a": 1}})
+    with pytest.raises(FormatError, match="context 0"):
+        example_from_dict({"question": "q", "ctxs": [{"title": "no text"}]})
+
+
+def test_fid_record_and_atlas_key() -> None:
+    ex = example_from_dict({"id": "q", "question": "Q?", "answers": ["a"]})
+    hits = [Hit(Passage("p1", "d", "T", "text one"), 2.5), Hit(Passage("p2", "d", "T", "text two"), 1.0)]
+    fid = example_to_fid(ex, hits, has_answer=[True, False])
+    assert fid == {
+        "id": "q", "question": "Q?", "answers": ["a"],
+        "ctxs": [
+            {"id": "p1", "title": "T", "text": "text one", "score": 2.5, "has_answer": True},
+            {"id": "p2", "title": "T", "text": "text two", "score": 1.0, "has_answer": False},
+        ],
+    }
+    assert "passages" in example_to_fid(ex, hits, ctx_key="passages")
+
+
+def test_dpr_tsv_round_trip(tmp_path: Path) -> None:
+    passages = [Passage("1", "Aaron", "Aaron", 'text with "quotes"\tand a tab'), Passage("2", "B", "B", "two")]
+    path = tmp_path / "psgs.tsv"
+    assert write_dpr_tsv(path, passages) == 2
+    assert path.read_text().splitlines()[0] == "id\ttext\ttitle"
+    assert list(read_dpr_tsv(path)) == passages
+
+
+def test_dpr_tsv_bad_header(tmp_path: Path) -> None:
+    path = tmp_path / "bad.tsv"
+    path.write_text("a\tb\tc\n1\t2\t3\n")
+    with pytest.raises(FormatError, match="header"):
+        list(read_dpr_tsv(path))

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from odqa.config import HybridConfig, RefineConfig
+from odqa.records import Document, Example, Passage
+from odqa.refine import RefineStats, refine, score_passages
+from odqa.retrieve.bm25 import bm25_scores
+from odqa.retrieve.fusion import minmax, reciprocal_rank_fusion, top_k, weighted_fusion
+from odqa.retrieve.temporal import TimeWindow, parse_window, temporal_scores
+from odqa.retrieve.tokenize import tokenize
+
+DOCS = (
+    Document("a", "Lake Geneva", "Lake Geneva is a lake on the north side of the Alps shared by France and "
+                                 "Switzerland. " * 3),
+    Document("b", "Geneva", "In 1998 the mayor of Geneva was Anna Keller. She served until 2003."),
+    Document("c", "Zurich", "Zurich is the largest city in Switzerland and a centre of banking."),
+)
+
+
+def example(question: str = "Who was the mayor of Geneva in 1998?", ctxs: tuple[Document, ...] | None = DOCS,
+            answers: tuple[str, ...] = ("Anna Keller",)) -> Example:
+    return Example(id="q1", question=question, answers=answers, ctxs=ctxs)
+
+
+class LuceneBM25(BM25Okapi):  # type: ignore[misc]
+    """rank-bm25's implementation with Lucene's idf: the independent reference for our scores."""
+
+    def _calc_idf(self, nd: dict[str, int]) -> None:
+        self.idf = {t: math.log(1 + (self.corpus_size - n + 0.5) / (n + 0.5)) for t, n in nd.items()}
+
+
+@pytest.mark.parametrize("question", ["mayor of Geneva", "Geneva Geneva lake", "largest city", "unknown words"])
+def test_bm25_matches_rank_bm25_reference(question: str) -> None:
+    passages = [Passage(d.id, d.id, d.title, d.text) for d in DOCS]
+    reference = LuceneBM25([list(tokenize(f"{p.title} {p.text}")) for p in passages], k1=0.9, b=0.4)
+    np.testing.assert_allclose(bm25_scores(question, passages), reference.get_scores(list(tokenize(question))))
+
+
+def test_bm25_on_two_passages_still_ranks() -> None:
+    passages = [Passage("1", "d", "", "Bern is the capital."), Passage("2", "d", "", "Zurich is the largest city.")]
+    assert int(np.argmax(bm25_scores("largest city", passages))) == 1  # Robertson's idf would give all zeros
+
+
+def test_tokenize_stems_and_drops_stopwords() -> None:
+    assert tokenize("The owners owned the houses") == ("owner", "own", "hous")
+    assert tokenize("東京都") == ("東京", "京都")
+
+
+@pytest.mark.parametrize(
+    ("question", "window"),
+    [
+        ("Who owned the house before Mar 1811?", TimeWindow(1801, 1811)),
+        ("Which team did he play for from 1995 to 1998?", TimeWindow(1995, 1998)),
+        ("What did she do between Jan 1990 and Dec 1993?", TimeWindow(1990, 1993)),
+        ("Where was he in the early 1990s?", TimeWindow(1990, 1993)),
+        ("Who coached the team after 2001?", TimeWindow(2001, 2011)),
+        ("Who was the coach in 2004?", TimeWindow(2004, 2004)),
+        ("Who is the coach?", None),
+    ],
+)
+def test_time_windows(question: str, window: TimeWindow | None) -> None:
+    assert parse_window(question) == window
+
+
+def test_temporal_scores_prefer_years_in_the_window() -> None:
+    scores = temporal_scores("Who was mayor in 1998?", ["elected in 1998", "in 2003 he left", "no year here"])
+    assert scores is not None
+    assert scores[0] == 1.0 and 0 < scores[1] < 1 and scores[2] == 0.0
+    assert temporal_scores("Who is mayor?", ["in 1998"]) is None
+
+
+def test_fusion_functions() -> None:
+    np.testing.assert_allclose(minmax(np.array([2.0, 4.0, 3.0])), [0.0, 1.0, 0.5])
+    np.testing.assert_array_equal(minmax(np.array([5.0, 5.0])), [0.0, 0.0])
+    fused = weighted_fusion([np.array([1.0, 0.0]), np.array([0.0, 10.0])], [0.75, 0.25])
+    np.testing.assert_allclose(fused, [0.75, 0.25])
+    rrf = reciprocal_rank_fusion([np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 3.0])], k=60)
+    np.testing.assert_allclose(rrf, [1 / 61 + 1 / 63, 2 / 62, 1 / 63 + 1 / 61])
+
+
+def test_top_k_is_stable_on_ties() -> None:
+    passages = [Passage(str(i), "d", "", str(i)) for i in range(4)]
+    hits = top_k(passages, np.array([1.0, 2.0, 2.0, 0.5]), 3)
+    assert [h.passage.id for h in hits] == ["1", "2", "0"]
+
+
+def test_bm25_refine_orders_and_keeps_ids() -> None:
+    (result,) = refine([example()], RefineConfig(scorer="bm25", k=2))
+    assert [h.passage.id for h in result.hits] == ["b", "a"]
+    assert result.hits[0].score >= result.hits[1].score
+
+
+def test_long_documents_are_chunked() -> None:
+    long_doc = Document("long", "T", " ".join(["filler"] * 250) + " Anna Keller")
+    (result,) = refine([example(ctxs=(long_doc,))], RefineConfig(scorer="original", k=5))
+    assert [h.passage.id for h in result.hits] == ["long:0", "long:1", "long:2"]
+
+
+def test_edge_cases_are_defined_and_counted() -> None:
+    stats = RefineStats()
+    items = [
+        example(ctxs=None),
+        Example(id="q2", question="   ", ctxs=DOCS),
+        example(),
+    ]
+    no_ctx, empty_q, normal = refine(items, RefineConfig(scorer="bm25", k=10), stats=stats)
+    assert no_ctx.hits == []
+    assert [h.passage.id for h in empty_q.hits] == ["a", "b", "c"] and {h.score for h in empty_q.hits} == {0.0}
+    assert len(normal.hits) == 3  # k larger than the candidates: all of them, best first
+    assert (stats.questions, stats.no_candidates, stats.empty_question, stats.fewer_than_k) == (3, 1, 1, 2)
+    assert len(stats.warnings) == 2
+
+
+def test_dense_scorers_need_an_encoder() -> None:
+    with pytest.raises(ValueError, match="needs an encoder"):
+        list(refine([example()], RefineConfig(scorer="hybrid")))
+
+
+def test_hybrid_combines_its_signals() -> None:
+    passages = [Passage(str(i), "d", "", t) for i, t in enumerate(["mayor Geneva", "in 1998 someone", "nothing"])]
+    dense = np.array([0.1, 0.2, 0.9])
+    no_time = RefineConfig(hybrid=HybridConfig(temporal_weight=0.0))
+    base = score_passages("mayor of Geneva in 1998", passages, no_time, dense)
+    timed = score_passages("mayor of Geneva in 1998", passages, RefineConfig(), dense)
+    np.testing.assert_allclose(timed - base, [0.0, 0.3, 0.0])
+    only_dense = RefineConfig(hybrid=HybridConfig(bm25_weight=0.0, temporal_weight=0.0))
+    assert int(np.argmax(score_passages("q", passages, only_dense, dense))) == 2
+
+
+def test_dense_and_hybrid_refine_with_the_bundled_model(minilm_encoder: Any) -> None:
+    for scorer in ("dense", "hybrid"):
+        (result,) = refine([example()], RefineConfig(scorer=scorer, k=3), minilm_encoder)  # type: ignore[arg-type]
+        assert result.hits[0].passage.id == "b"
+        scores = [h.score for h in result.hits]
+        assert scores == sorted(scores, reverse=True)
