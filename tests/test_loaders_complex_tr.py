@@ -69,7 +69,7 @@ def test_back_to_fid(data_dir: Path) -> None:
     [
         ({"id": "Q1_P1_1", "question": "?", "text_answers": {"text": []}}, "is not '<level>_<subject>"),
         ({"id": "L2_Q1_P1_1", "question": "?"}, "no answer list"),
-        ({"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": [1]}}, "must be a list of strings"),
+        ({"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": [1]}}, "must be strings"),
         ({"id": "L2_Q1_P1_1", "question": "?", "answers": {"text": []}, "passages": [{"title": "t"}]},
          "passage 0 has no 'text'"),
         ({"question": "?"}, "no 'id' string"),
@@ -98,3 +98,13 @@ def test_write_fid_round_trip(data_dir: Path, tmp_path: Path) -> None:
     again = list(read_fid(out))
     assert [(e.id, e.answers) for e in again] == [(e.id, e.answers) for e in examples]
     assert again[0].ctxs is not None and again[0].ctxs[1].text == examples[0].ctxs[1].text  # type: ignore[index]
+
+
+def test_fid_output_of_refine_is_read_as_gold(data_dir: Path, tmp_path: Path) -> None:
+    examples = list(load_complex_tr(data_dir / "complex_tr" / "odqa.jsonl"))
+    out = tmp_path / "refined.jsonl"
+    write_examples_fid(out, examples)
+    again = list(load_complex_tr(out))
+    assert [(e.id, e.answers, e.meta["hops"]) for e in again] == [(e.id, e.answers, e.meta["hops"])
+                                                                   for e in examples]
+    assert again[0].ctxs is not None and len(again[0].ctxs) == 2

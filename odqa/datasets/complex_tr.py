@@ -4,7 +4,8 @@ Shapes read (JSON Lines or a JSON array of records, or the SQuAD-style file the 
 
 - records ``{id, question, date, text_answers: {text: [...]}, fact_context, context}`` (ReasonQA / open-book),
   or ``answers: {text: [...]}`` as the released fine-tuning script names the column;
-- the ODQA files, where ``passages: [{title, text, ...}]`` holds the retrieved 100-word passages;
+- the ODQA files, where ``passages: [{title, text, ...}]`` holds the retrieved 100-word passages, and FiD
+  JSON Lines of these questions (``answers: [...]``, ``ctxs``), as ``odqa refine`` writes them;
 - ``{"data": [{"paragraphs": [{"qas": [{id, answers: {text: [...]}}]}]}]}`` (``sem_metric/evaluate.py``).
 
 Level and hop count come from the id, ``<level>_<subject>_<relation>[_<relation>]_<n>`` (e.g.
@@ -45,18 +46,20 @@ def parse_complex_tr_id(qid: str) -> tuple[str, str]:
 def _answers(obj: Mapping[str, Any]) -> list[str]:
     for key in ("text_answers", "answers"):
         block = obj.get(key)
-        if isinstance(block, Mapping) and isinstance(block.get("text"), list):
-            if not all(isinstance(a, str) for a in block["text"]):
-                raise ValueError(f"'{key}.text' must be a list of strings")
-            return list(block["text"])
-    raise ValueError("no answer list: expected 'text_answers' (or 'answers') as {'text': [...]}")
+        answers = block.get("text") if isinstance(block, Mapping) else block
+        if isinstance(answers, list):
+            if not all(isinstance(a, str) for a in answers):
+                raise ValueError(f"the answers under '{key}' must be strings")
+            return list(answers)
+    raise ValueError("no answer list: expected 'text_answers' (or 'answers') as {'text': [...]}, or a FiD "
+                     "'answers' list")
 
 
 def _contexts(obj: Mapping[str, Any], qid: str) -> tuple[Document, ...] | None:
-    passages = obj.get("passages")
+    passages = obj.get("passages", obj.get("ctxs"))
     if passages is not None:
         if not isinstance(passages, list):
-            raise ValueError("'passages' must be a list of {title, text}")
+            raise ValueError("'passages' (or 'ctxs') must be a list of {title, text}")
         docs = []
         for i, p in enumerate(passages):
             if not isinstance(p, Mapping) or not isinstance(p.get("text"), str):
@@ -84,7 +87,7 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     question = obj.get("question", "")
     if not isinstance(question, str):
         raise FormatError(f"Complex-TR record {qid!r}: 'question' must be a string", path=path, line=line)
-    known = {"id", "question", "text_answers", "answers", "passages", "context"}
+    known = {"id", "question", "text_answers", "answers", "passages", "ctxs", "context"}
     meta = {k: v for k, v in obj.items() if k not in known}
     meta |= {"dataset": "complex-tr", "level": level, "hops": hops, "answerable": bool(answers)}
     return Example(id=qid, question=question, answers=tuple(answers), ctxs=ctxs, meta=meta)
