@@ -141,3 +141,16 @@ def test_synonyms_through_chikkarpy_when_installed(monkeypatch: pytest.MonkeyPat
     assert "synonym matching: on" in str(out["note"])
     with pytest.raises(InputError, match="no such synonym dictionary"):
         TokenSimilarity(dictionary="core", user_dic=tmp_path / "missing.dic")
+
+
+def test_dictionary_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    if real_find_spec("sudachidict_full") is None:
+        with pytest.raises(InputError, match="SudachiPy dictionary 'full' cannot be loaded"):
+            TokenSimilarity(dictionary="full")
+    placeholder = real_find_spec("json")  # any spec: sudachidict_full "installed" without its data
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: placeholder if name == "sudachidict_full" else real_find_spec(name, *a))
+    assert TokenSimilarity().dictionary == "core"

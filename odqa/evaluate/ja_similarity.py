@@ -46,8 +46,26 @@ def sequence_ratio(a: Sequence[int], b: Sequence[int]) -> float:
     return 2 * row[-1] / (len(a) + len(b))
 
 
-def _default_dictionary() -> str:
-    return "full" if importlib.util.find_spec("sudachidict_full") is not None else "core"
+def _load_dictionary(sudachipy: Any, requested: str | None) -> tuple[str, Any]:
+    """``(name, dictionary)``: the requested one, else ``full`` when it loads (its PyPI package may be an empty
+    placeholder), else ``core``."""
+    if requested is not None:
+        names = [requested]
+    else:
+        names = (["full"] if importlib.util.find_spec("sudachidict_full") is not None else []) + ["core"]
+    *fallbacks, last = names
+    for name in fallbacks:
+        try:
+            return name, sudachipy.Dictionary(dict=name)
+        except Exception:  # a placeholder sudachidict_full without data: fall back to core
+            continue
+    try:
+        return last, sudachipy.Dictionary(dict=last)
+    except Exception as exc:  # SudachiPy raises its own error types for a missing dictionary package
+        raise InputError(
+            f"SudachiPy dictionary {last!r} cannot be loaded ({exc}); install sudachidict_{last}, "
+            "or use 'core' (pip install 'odqa[ja]')"
+        ) from exc
 
 
 def _synonym_finder(user_dic: Path | None) -> Any:
@@ -70,14 +88,7 @@ class TokenSimilarity:
 
     def __init__(self, *, dictionary: str | None = None, user_dic: str | Path | None = None) -> None:
         sudachipy = require("sudachipy", "ja")
-        self.dictionary = dictionary or _default_dictionary()
-        try:
-            loaded = sudachipy.Dictionary(dict=self.dictionary)
-        except Exception as exc:  # SudachiPy raises its own error types for a missing dictionary package
-            raise InputError(
-                f"SudachiPy dictionary {self.dictionary!r} cannot be loaded ({exc}); install "
-                f"sudachidict_{self.dictionary}, or use 'core' (pip install 'odqa[ja]')"
-            ) from exc
+        self.dictionary, loaded = _load_dictionary(sudachipy, dictionary)
         self._tokenizer = loaded.tokenizer(mode=sudachipy.SplitMode.C)
         self._synonyms = _synonym_finder(None if user_dic is None else Path(user_dic))
         self._tokens: dict[str, list[frozenset[str]]] = {}
