@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from odqa.evaluate._common import answer_string, check_missing
+from odqa.evaluate._common import answer_string, check_missing, mean
 from odqa.evaluate.answers import exact_match, normalize_answer, token_f1
 from odqa.records import Example
 
@@ -28,7 +28,6 @@ __all__ = ["QuestionScores", "evaluate_complex_tr", "gold_answers", "score_quest
 
 _SEPARATOR = re.compile(r"\s*\$and\s*")
 _AND_WORD = re.compile(r"\s+and\s+")
-METRIC_KEYS = ("EM", "Token_F1", "Set_Acc", "Answer_F1")
 
 
 def split_prediction(prediction: str, *, official: bool = False) -> list[str]:
@@ -81,16 +80,13 @@ def score_question(prediction: str, answers: Iterable[str], *, official: bool = 
     )
 
 
-def _summary(scores: list[QuestionScores], f1_key: str = "Answer_F1") -> dict[str, float | int]:
-    n = len(scores)
-    if n == 0:
-        return {"total": 0}
+def _summary(scores: list[QuestionScores], f1_key: str = "Answer_F1") -> dict[str, float | int | None]:
     return {
-        "EM": 100.0 * sum(s.em for s in scores) / n,
-        "Token_F1": 100.0 * sum(s.token_f1 for s in scores) / n,
-        "Set_Acc": 100.0 * sum(s.set_acc for s in scores) / n,
-        f1_key: 100.0 * sum(s.answer_f1 for s in scores) / n,
-        "total": n,
+        "EM": mean([s.em for s in scores], 100.0),
+        "Token_F1": mean([s.token_f1 for s in scores], 100.0),
+        "Set_Acc": mean([s.set_acc for s in scores], 100.0),
+        f1_key: mean([s.answer_f1 for s in scores], 100.0),
+        "total": len(scores),
     }
 
 
@@ -132,7 +128,7 @@ def evaluate_complex_tr(
 
 def _grouped(
     scored: list[tuple[Example, QuestionScores]], key: Callable[[Example], str]
-) -> dict[str, dict[str, float | int]]:
+) -> dict[str, dict[str, float | int | None]]:
     groups: dict[str, list[QuestionScores]] = {}
     for example, scores in scored:
         groups.setdefault(key(example), []).append(scores)
