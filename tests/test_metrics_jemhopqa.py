@@ -154,3 +154,13 @@ def test_dictionary_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: placeholder if name == "sudachidict_full" else real_find_spec(name, *a))
     assert TokenSimilarity().dictionary == "core"
+
+
+def test_flatten_derivations() -> None:
+    steps = [["A", "r", ["x", "y"]], ["B", "s", "z"]]
+    assert flatten_derivations(steps, "p") == [("A", "r", "x"), ("A", "r", "y"), ("B", "s", "z")]
+    assert flatten_derivations(None, "p") == []
+    with pytest.raises(InputError, match="must be a list of strings"):
+        flatten_derivations([["A", "r", 3]], "p")
+    with pytest.raises(InputError, match=r"is not \[subject, relation, \[object, ...\]\]"):
+        flatten_derivations([["A", "r"]], "p")

@@ -44,6 +44,8 @@ def flatten_derivations(derivations: object, where: str) -> list[Triple]:
         if not isinstance(step, (list, tuple)) or len(step) != 3:
             raise InputError(f"{where}: derivation step {step!r} is not [subject, relation, [object, ...]]")
         subj, rel, objs = step
+        if not isinstance(objs, (list, tuple, str)):
+            raise InputError(f"{where}: the objects of derivation step {step!r} must be a list of strings")
         for obj in [objs] if isinstance(objs, str) else objs:
             triples.append((str(subj), str(rel), str(obj)))
     return triples
