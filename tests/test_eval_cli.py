@@ -177,3 +177,10 @@ def test_read_predictions_errors(tmp_path: Path) -> None:
     no_id = _jsonl(tmp_path / "noid.jsonl", [{"prediction": "a"}, {"prediction": "b"}])
     with pytest.raises(FormatError, match=r"noid\.jsonl:1: prediction record has no id"):
         read_predictions(no_id)
+
+
+def test_read_predictions_reports_where_a_json_document_breaks(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('[\n  {"question_id": "a", "pred": "x"},\n  {"question_id": "b" "pred": "y"}\n]\n', "utf-8")
+    with pytest.raises(FormatError, match=r"malformed JSON \(Expecting ',' delimiter, line 3 column 23\)"):
+        read_predictions(broken)

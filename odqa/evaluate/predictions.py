@@ -69,6 +69,14 @@ def _from_object(obj: dict[str, Any], path: Path) -> dict[str, object]:
     return {str(qid): value for qid, value in obj.items()}
 
 
+def _first_line_is_object(text: str) -> bool:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        return isinstance(json.loads(first), dict)
+    except json.JSONDecodeError:
+        return False
+
+
 def read_predictions(path: str | Path) -> dict[str, object]:
     """``{question id: prediction}`` from any accepted shape; a bad file raises with its line number."""
     path = Path(path)
@@ -80,8 +88,10 @@ def read_predictions(path: str | Path) -> dict[str, object]:
         raise InputError(f"{path}: the prediction file is empty")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
-        return _from_records(read_jsonl(path), path)  # JSON Lines, or malformed JSON reported by line
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" or _first_line_is_object(text):
+            return _from_records(read_jsonl(path), path)  # JSON Lines; a bad line is reported by number
+        raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno} column {exc.colno})", path=path) from exc
     if isinstance(data, list):
         return _from_records(((None, item) for item in data), path)
     if isinstance(data, dict):
