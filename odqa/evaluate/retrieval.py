@@ -20,19 +20,22 @@ __all__ = ["DEFAULT_KS", "evaluate_retrieval"]
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20, 100)
 
 
-def _flags(example: Example, *, use_flags: bool) -> list[bool]:
-    docs = example.ctxs or ()
-    if not use_flags:
-        return [has_answer(doc.text, example.answers) for doc in docs]
-    flags = []
-    for i, doc in enumerate(docs):
-        flag = doc.meta.get("has_answer")
-        if not isinstance(flag, bool):
-            raise FormatError(
-                f"question {example.id!r}: passage {i} has no boolean 'has_answer' flag (got {flag!r}); "
-                "drop --use-file-flags to recompute has_answer from the passage text"
-            )
+def _flags(example: Example, limit: int, *, use_flags: bool) -> list[bool]:
+    """has_answer of the first ``limit`` passages, stopping at the first hit (all recall@k needs)."""
+    flags: list[bool] = []
+    for i, doc in enumerate((example.ctxs or ())[:limit]):
+        if use_flags:
+            flag = doc.meta.get("has_answer")
+            if not isinstance(flag, bool):
+                raise FormatError(
+                    f"question {example.id!r}: passage {i} has no boolean 'has_answer' flag (got {flag!r}); "
+                    "drop --use-file-flags to recompute has_answer from the passage text"
+                )
+        else:
+            flag = has_answer(doc.text, example.answers)
         flags.append(flag)
+        if flag:
+            break
     return flags
 
 
@@ -48,7 +51,7 @@ def evaluate_retrieval(
             continue
         if not example.ctxs:
             no_ctxs += 1
-        rows.append(_flags(example, use_flags=use_flags))
+        rows.append(_flags(example, max(ks), use_flags=use_flags))
     out: dict[str, object] = {f"recall@{k}": v for k, v in recall_at_k(rows, sorted(set(ks))).items()}
     out |= {"answerable": len(rows), "unanswerable_skipped": skipped, "without_passages": no_ctxs}
     out["has_answer"] = "file flags" if use_flags else "recomputed from text"
