@@ -26,7 +26,7 @@ import httpx
 from odqa._optional import require
 from odqa.crawl.config import CrawlConfig
 from odqa.crawl.robots import RobotsCache
-from odqa.crawl.safety import AddressPolicy, BlockedAddressError, guarded_transport
+from odqa.crawl.safety import AddressPolicy, BlockedAddressError, PerHostTransport
 from odqa.records import Page
 
 __all__ = ["FetchFailure", "Fetched", "Fetcher", "decode_html"]
@@ -187,7 +187,8 @@ class Fetcher:
     ) -> None:
         self._config = config
         self._client = httpx.AsyncClient(
-            transport=transport or guarded_transport(policy, max_connections=config.concurrency),
+            transport=transport
+            or PerHostTransport(policy, per_host=config.per_host, max_hosts=config.concurrency * 4),
             headers={"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate"},
             timeout=httpx.Timeout(config.timeout),
             follow_redirects=False,

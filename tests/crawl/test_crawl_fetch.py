@@ -224,4 +224,5 @@ def test_per_host_concurrency_and_delay(
     assert all(p.status == "ok" for p in pages)
     assert server.peak_in_flight <= 2
     starts = sorted(s.at for s in server.seen)
-    assert all(b - a >= 0.09 for a, b in itertools.pairwise(starts))
+    assert starts[-1] - starts[0] >= 0.45  # five gaps of 0.1 s, measured where the server sees them (jitter)
+    assert all(b - a >= 0.05 for a, b in itertools.pairwise(starts))
