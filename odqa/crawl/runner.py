@@ -174,7 +174,9 @@ class _Run:
                 title = self.wikipedia.parse_search(
                     await fetcher.get_json(request.url, params=request.params)
                 )
-            return [ResultRow(self.wikipedia.html_url(title), 0, normalise_title(title))] if title else []
+            if not title:
+                return []
+            return [ResultRow(normalise_url(self.wikipedia.html_url(title)), 0, normalise_title(title))]
         if source == "html":
             files = html_files_for(self.config.html_dir or "", example)
             return [ResultRow(path.resolve().as_uri(), rank, path.stem) for rank, path in enumerate(files)]
@@ -206,9 +208,10 @@ class _Run:
             if article is None:
                 self.store.save_lookup(example.id, "dump", [])
                 continue
-            page = PageRow(article.url, "ok", final_url=article.url, title=article.title, text=article.text)
+            url = normalise_url(article.url)
+            page = PageRow(url, "ok", final_url=article.url, title=article.title, text=article.text)
             self.store.save_lookup(
-                example.id, "dump", [ResultRow(article.url, 0, article.title)], pages=[page]
+                example.id, "dump", [ResultRow(url, 0, article.title)], pages=[page]
             )
 
     def _page_job(

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 import httpcore
+import httpx
 import pytest
 from fixture_server import FixtureServer, Reply, page_html
 
 from odqa.crawl import CrawlConfig, safety
 from odqa.crawl.fetch import Fetcher, FetchFailure
-from odqa.crawl.safety import AddressPolicy, BlockedAddressError, GuardedBackend, is_public
+from odqa.crawl.safety import AddressPolicy, BlockedAddressError, GuardedBackend, PerHostTransport, is_public
 
 ARTICLE = page_html("A page", ["Some words of prose that make up an article about nothing in particular."])
 
@@ -149,3 +150,21 @@ def test_api_failure_message_does_not_carry_the_key(
     with pytest.raises(FetchFailure) as failure:
         asyncio.run(run())
     assert failure.value.reason == "http_403" and "s3cret" not in str(failure.value)
+
+
+def test_per_host_pools_are_evicted_when_idle() -> None:
+    """Each host gets its own guarded pool; past ``max_hosts`` the idle ones are closed, and work goes on."""
+    with FixtureServer() as one, FixtureServer() as two:
+        for server in (one, two):
+            server.route("/a", Reply(body=ARTICLE))
+
+        async def run() -> list[int]:
+            transport = PerHostTransport(AddressPolicy(allow_private=True), per_host=2, max_hosts=1)
+            async with httpx.AsyncClient(transport=transport) as client:
+                codes = []
+                for url in (one.url("/a"), two.url("/a"), one.url("/a")):
+                    codes.append((await client.get(url)).status_code)
+                    assert len(transport._pools) == 1
+                return codes
+
+        assert asyncio.run(run()) == [200, 200, 200]
