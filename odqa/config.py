@@ -63,17 +63,22 @@ class EmbedConfig:
 
 @dataclass(frozen=True)
 class HybridConfig:
-    """Weights of the hybrid scorer: a weighted sum of min-max normalised BM25, dense and temporal scores.
+    """How the hybrid scorer fuses BM25 and dense scores.
 
-    Defaults were chosen on half of the TimeQA hard articles and checked on the other half (see README).
+    ``weighted`` (default): a weighted sum of min-max normalised BM25 and dense scores plus the temporal-overlap
+    signal; weights chosen on half of the TimeQA hard articles and checked on the other half (see README).
+    ``rrf``: plain reciprocal rank fusion of the BM25 and dense rankings (weights and temporal signal unused).
     """
 
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: float = 60.0
     bm25_weight: float = 0.5
     dense_weight: float = 0.5
     temporal_weight: float = 0.3  # 0 turns the temporal-overlap signal off
 
     def __post_init__(self) -> None:
-        for name in ("bm25_weight", "dense_weight", "temporal_weight"):
+        _check_choice("fusion", self.fusion, ("weighted", "rrf"))
+        for name in ("rrf_k", "bm25_weight", "dense_weight", "temporal_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
 

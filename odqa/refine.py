@@ -18,7 +18,7 @@ from odqa.chunk import chunk
 from odqa.config import RefineConfig
 from odqa.records import Example, Hit, Passage
 from odqa.retrieve.bm25 import bm25_scores
-from odqa.retrieve.fusion import top_k, weighted_fusion
+from odqa.retrieve.fusion import reciprocal_rank_fusion, top_k, weighted_fusion
 from odqa.retrieve.temporal import temporal_scores
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ def score_passages(
         return dense.astype(np.float64)
     weights = config.hybrid
     arrays = [bm25_scores(question, passages), dense.astype(np.float64)]
+    if weights.fusion == "rrf":
+        return reciprocal_rank_fusion(arrays, weights.rrf_k)
     coefficients = [weights.bm25_weight, weights.dense_weight]
     if weights.temporal_weight:
         temporal = temporal_scores(question, [p.text for p in passages])

@@ -131,6 +131,8 @@ def test_hybrid_combines_its_signals() -> None:
     np.testing.assert_allclose(timed - base, [0.0, 0.3, 0.0])
     only_dense = RefineConfig(hybrid=HybridConfig(bm25_weight=0.0, temporal_weight=0.0))
     assert int(np.argmax(score_passages("q", passages, only_dense, dense))) == 2
+    rrf = score_passages("mayor Geneva", passages, RefineConfig(hybrid=HybridConfig(fusion="rrf", rrf_k=1)), dense)
+    np.testing.assert_allclose(rrf, [1 / 2 + 1 / 4, 1 / 3 + 1 / 3, 1 / 4 + 1 / 2])  # BM25 ties keep input order
 
 
 def test_dense_and_hybrid_refine_with_the_bundled_model(minilm_encoder: Any) -> None:
