@@ -7,7 +7,7 @@ encoded once, through the persistent cache. Same model object, same texts, same 
 Reported: passages/s and questions/s for the baseline, odqa with a cold cache, and odqa rerun on a warm cache;
 and the encoder's achieved FLOP/s as a share of this machine's measured fp32 matrix-multiply peak.
 
-    python bench/refine_throughput.py [--questions 200] [--distractors 0]
+    python bench/bench_refine_throughput.py [--questions 200] [--distractors 0]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from refine_quality import DATA, with_distractors  # noqa: E402
+from bench_refine_quality import DATA, with_distractors
 
 from odqa.chunk import chunk  # noqa: E402
 from odqa.config import EmbedConfig, RefineConfig  # noqa: E402

@@ -7,7 +7,7 @@ Answerable questions only. Also reports each half of the articles (split by a ha
 hybrid weights were chosen on half 0, so half 1 is held out. Floors in ``bench/floors.json`` gate the result:
 the run exits non-zero when a figure drops below its floor.
 
-    python bench/refine_quality.py [--model minilm] [--limit N] [--json bench/results/refine_quality.json]
+    python bench/bench_refine_quality.py [--model minilm] [--limit N] [--json bench/results/refine_quality.json]
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ def check_floors(results: dict[str, dict[str, dict[str, dict[int, float]]]], pat
         hybrid = results[setting]["hybrid (default)"]["all"][5]
         best_single = max(results[setting]["bm25"]["all"][5], results[setting]["dense"]["all"][5])
         if hybrid <= best_single:
-            failures.append(f"{setting}: hybrid R@5 {hybrid:.3f} does not beat the best single scorer {best_single:.3f}")
+            failures.append(f"{setting}: hybrid R@5 {hybrid:.3f} does not beat the best single scorer "
+                            f"{best_single:.3f}")
     print("floors: " + ("all met" if not failures else "FAILED\n  " + "\n  ".join(failures)))
     return 1 if failures else 0
 
