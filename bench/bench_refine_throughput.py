@@ -21,16 +21,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent))
 from bench_refine_quality import DATA, with_distractors
 
-from odqa.chunk import chunk  # noqa: E402
-from odqa.config import EmbedConfig, RefineConfig  # noqa: E402
-from odqa.datasets import load_timeqa  # noqa: E402
-from odqa.embed import Encoder, passage_text, query_text  # noqa: E402
-from odqa.records import Example  # noqa: E402
-from odqa.refine import refine  # noqa: E402
+from odqa.chunk import chunk
+from odqa.config import EmbedConfig, RefineConfig
+from odqa.datasets import load_timeqa
+from odqa.embed import Encoder, passage_text, query_text
+from odqa.records import Example
+from odqa.refine import refine
 
 K = 20
 
