@@ -37,6 +37,9 @@ def crawl(
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Fetch again what failed in an earlier run.")
     ] = False,
+    contact: Annotated[
+        str | None, typer.Option("--contact", help="Email or URL put in the User-Agent for site owners.")
+    ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="YAML file of crawl settings.")] = None,
     dump: Annotated[
         Path | None, typer.Option("--dump", help="MediaWiki XML dump to use instead of the Wikipedia API.")
@@ -64,6 +67,7 @@ def crawl(
         wikipedia_endpoint=wikipedia_endpoint,
         allow_private=allow_private or None,
         retry_failed=retry_failed or None,
+        contact=contact,
         dump=None if dump is None else str(dump),
         html_dir=None if html_dir is None else str(html_dir),
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from odqa.config import write_resolved
 from odqa.crawl.config import CrawlConfig
@@ -103,9 +103,9 @@ async def _bounded(jobs: Iterable[Callable[[], Awaitable[None]]], limit: int) ->
     running: set[asyncio.Task[None]] = set()
     for job in jobs:
         if len(running) >= limit:
-            _done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in _done:
-                task.result()
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # an unexpected error (not a page failure, which is data) stops the run
         running.add(asyncio.ensure_future(job()))
     for outcome in await asyncio.gather(*running, return_exceptions=True):
         if isinstance(outcome, BaseException):
@@ -153,7 +153,7 @@ class _Run:
                 )
 
     def _lookup_job(
-        self, fetcher: Fetcher, example: Example, source: str, task: Any
+        self, fetcher: Fetcher, example: Example, source: str, task: TaskID
     ) -> Callable[[], Awaitable[None]]:
         async def job() -> None:
             error = None
@@ -215,7 +215,7 @@ class _Run:
             )
 
     def _page_job(
-        self, fetcher: Fetcher, pool: ExtractorPool, url: str, robots: bool, task: Any
+        self, fetcher: Fetcher, pool: ExtractorPool, url: str, robots: bool, task: TaskID
     ) -> Callable[[], Awaitable[None]]:
         async def job() -> None:
             if url.startswith("file:"):

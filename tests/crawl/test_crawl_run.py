@@ -266,6 +266,8 @@ def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer)
         "--wikipedia-endpoint",
         web.base,
         "--allow-private",
+        "--contact",
+        "mailto:me@example.org",
         "--delay",
         "0",
         "--config",
@@ -277,6 +279,7 @@ def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer)
     assert result.exit_code == 0, result.output
     assert "failed: robots" in result.output and "exported 3 questions" in result.output
     assert KEY not in result.output and len(export.read_text("utf-8").splitlines()) == 3
+    assert all("mailto:me@example.org" in seen.headers["User-Agent"] for seen in web.seen)
 
     missing = CliRunner().invoke(app, args, env={"GOOGLE_API_KEY": "", "GOOGLE_CSE_ID": ""})
     assert missing.exit_code == 1
@@ -304,7 +307,7 @@ def _stored(store: Path) -> int:
 
 def test_sigkill_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) -> None:
     add_wikipedia(server)
-    links = add_articles(server, 40, delay=0.1)
+    links = add_articles(server, 40, delay=0.2)
     add_google(server, {"question": links})
     rows = [{"id": f"k{n}", "question": f"question number {n}", "subject": TSNE_TITLE} for n in range(3)]
     questions = write_questions(tmp_path / "q.jsonl", rows)
