@@ -11,13 +11,12 @@ Each question becomes an :class:`~odqa.records.Example` whose single context is 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from odqa.errors import FormatError
-from odqa.io import open_text, read_jsonl
+from odqa.io import read_json_or_jsonl
 from odqa.records import Document, Example
 
 __all__ = ["is_timeqa", "load_timeqa"]
@@ -28,7 +27,7 @@ def _article_id(idx: str) -> str:
     return idx.split("#", 1)[0]
 
 
-def _from_line(obj: Mapping[str, Any], path: Path, line: int) -> Example:
+def _from_line(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     try:
         idx, question, targets, paragraphs = obj["idx"], obj["question"], obj["targets"], obj["paragraphs"]
         title = paragraphs[0]["title"] if paragraphs else ""
@@ -67,18 +66,10 @@ def is_timeqa(obj: Mapping[str, Any]) -> bool:
 
 
 def load_timeqa(path: str | Path) -> Iterator[Example]:
-    """Yield examples from either TimeQA file shape, detected from the first non-blank character."""
+    """Yield examples from either TimeQA file shape (one JSON array of pages, or JSON Lines of questions)."""
     path = Path(path)
-    with open_text(path) as fh:
-        head = fh.read(64).lstrip()[:1]
-    if head == "[":
-        with open_text(path) as fh:
-            try:
-                pages = json.load(fh)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
-        for page in pages:
-            yield from _from_page(page, path)
-        return
-    for line, obj in read_jsonl(path):
-        yield _from_line(obj, path, line)
+    for line, obj in read_json_or_jsonl(path):
+        if "paras" in obj:
+            yield from _from_page(obj, path)
+        else:
+            yield _from_line(obj, path, line)
