@@ -65,7 +65,7 @@ def _serve(conn: Connection) -> None:
 
 
 class _Worker:
-    """One extraction process and its pipe; replaced whole when it overruns or dies."""
+    """One extraction process and its pipe; stopped when it overruns or dies, then started afresh by the pool."""
 
     def __init__(self, context: Any) -> None:
         self._context = context
@@ -77,6 +77,10 @@ class _Worker:
         self._process.start()
         child.close()
         self._ready = False
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self._conn.closed)
 
     def run(self, html: str, url: str | None, limit: float) -> Extraction:
         try:
@@ -91,15 +95,22 @@ class _Worker:
             reason = f"extraction_timeout: over {limit}s"
         except (EOFError, OSError) as exc:
             reason = f"extraction_error: worker died ({exc})"
-        self.close()
-        self._start()
+        self.stop()
         return Extraction(reason=reason)
 
-    def close(self) -> None:
-        self._conn.close()
+    def kill(self) -> None:
+        """End the process now; a thread waiting on its pipe then sees end-of-file."""
         if self._process.is_alive():
             self._process.kill()
+
+    def stop(self) -> None:
+        self.kill()
         self._process.join()
+        self._conn.close()
+
+    def restart(self) -> None:
+        self.stop()
+        self._start()
 
 
 class ExtractorPool:
@@ -108,6 +119,7 @@ class ExtractorPool:
 
     def __init__(self, workers: int, timeout: float) -> None:
         self._timeout = timeout
+        self._closing = False
         self._threads = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="odqa-extract")
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._workers: list[_Worker] = []
@@ -129,7 +141,10 @@ class ExtractorPool:
             return extract_html(html, url)
         worker = self._idle.get()
         try:
-            return worker.run(html, url, self._timeout)
+            result = worker.run(html, url, self._timeout)
+            if worker.stopped and not self._closing:
+                worker.restart()
+            return result
         finally:
             self._idle.put(worker)
 
@@ -138,7 +153,10 @@ class ExtractorPool:
         return await asyncio.get_running_loop().run_in_executor(self._threads, self.extract, html, url)
 
     def close(self) -> None:
+        """Stop at once, even mid-page (Ctrl-C must not wait for a slow extraction)."""
+        self._closing = True
+        for worker in self._workers:
+            worker.kill()
         self._threads.shutdown(wait=True, cancel_futures=True)
         for worker in self._workers:
-            worker.close()
-        self._workers = []
+            worker.stop()

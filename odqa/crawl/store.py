@@ -148,6 +148,8 @@ class CrawlStore:
         except sqlite3.DatabaseError as exc:
             message = f"{self.path}: not a usable crawl store ({exc}); use another --out folder"
             raise CrawlError(message) from exc
+        except OSError as exc:
+            raise CrawlError(f"{self.path.parent}: cannot create the run folder ({exc.strerror})") from exc
 
     def _check_version(self, readonly: bool) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 from odqa.crawl.extract import ExtractorPool, extract_html
@@ -47,3 +49,24 @@ def test_pool_replaces_a_worker_that_overruns() -> None:
         first, second = pool.extract(html), pool.extract("<html><body></body></html>")
     assert first.reason is None and "Given a set of high-dimensional objects" in first.text
     assert second.reason == "extraction_empty"
+
+
+def test_closing_does_not_wait_for_a_slow_page() -> None:
+    """Ctrl-C must not hang on extraction: closing kills the workers even mid-page."""
+    slow = "<html><body><article>" + "".join(
+        f"<p>Paragraph {i} has words and <a href='/x{i}'>links</a>.</p><div><span>{i}</span></div>"
+        for i in range(20_000)
+    ) + "</article></body></html>"  # trafilatura needs many seconds for this one
+
+    async def start_then_close() -> float:
+        pool = ExtractorPool(workers=1, timeout=120)
+        await pool.aextract("<html><body><p>warm up</p></body></html>")
+        pending = asyncio.ensure_future(pool.aextract(slow))
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        pool.close()
+        result = await pending
+        assert (result.reason or "").startswith("extraction_error")
+        return time.monotonic() - started
+
+    assert asyncio.run(start_then_close()) < 2.0

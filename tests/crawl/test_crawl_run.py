@@ -245,6 +245,10 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path, make_config: Callable[..., 
         list(iter_examples(tmp_path / "junk"))
     with pytest.raises(CrawlError, match="no crawl store here"):
         list(iter_examples(tmp_path))
+    (tmp_path / "taken").write_text("a file, not a folder", encoding="utf-8")
+    questions = write_questions(tmp_path / "q.jsonl", [{"id": "a", "question": "x?"}])
+    with pytest.raises(CrawlError, match="cannot create the run folder"):
+        run_crawl(questions, tmp_path / "taken", make_config())
 
 
 def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer) -> None:
