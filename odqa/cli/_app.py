@@ -16,7 +16,7 @@ __all__ = ["app", "console", "guarded"]
 
 app = typer.Typer(
     name="odqa",
-    help="Open-domain QA research toolkit: crawl, refine, retrieve, read, evaluate.",
+    help="Open-domain QA research toolkit: crawl, refine, evaluate, generate.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -81,6 +82,10 @@ def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
     from odqa.io import example_to_fid, write_jsonl
     from odqa.refine import RefineStats, refine
 
+    examples = load_examples(source)
+    first = next(examples, None)  # reads and checks the input before the (slow) model load
+    if first is not None:
+        examples = itertools.chain([first], examples)
     encoder = None
     if cfg.scorer in ("dense", "hybrid"):
         from odqa.embed import Encoder
@@ -96,7 +101,7 @@ def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
         task = bar.add_task("refine", total=None)
 
         def records() -> Any:
-            for item in refine(load_examples(source), cfg, encoder, stats, lambda n: bar.advance(task, n)):
+            for item in refine(examples, cfg, encoder, stats, lambda n: bar.advance(task, n)):
                 marks = [has_answer(h.passage.text, item.example.answers) for h in item.hits]
                 if item.example.answers:
                     flags.append(marks)

@@ -7,9 +7,10 @@ same text under the same model settings is encoded once, ever.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,20 @@ def _model_parts() -> tuple[Any, Any, Any]:
     return Transformer, Pooling, Normalize
 
 
+@contextlib.contextmanager
+def _quiet_weight_loading() -> Iterator[None]:
+    """Hide transformers' per-tensor "Loading weights" bar for one load, restoring the caller's setting."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def _fingerprint(preset: Preset, source: str, precision: str) -> str:
     """Identifies everything that changes a passage vector; the cache is keyed by it."""
     identity: dict[str, Any] = {
@@ -104,7 +119,8 @@ class Encoder:
             kwargs: dict[str, Any] = {}
             if self.preset.max_seq_length is not None:
                 kwargs["max_seq_length"] = self.preset.max_seq_length
-            transformer = transformer_cls(self.source, **kwargs)
+            with _quiet_weight_loading():
+                transformer = transformer_cls(self.source, **kwargs)
             dim_of = getattr(transformer, "get_embedding_dimension", None) or transformer.get_word_embedding_dimension
             modules = [transformer, pooling_cls(dim_of(), pooling_mode=self.preset.pooling)]
             if self.preset.normalize:
