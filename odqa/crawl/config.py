@@ -33,9 +33,7 @@ class CrawlConfig:
     timeout: float = 20.0  # seconds for one whole request: connect, headers and body
     retries: int = 2  # further attempts after a timeout, a connection error, 429 or 5xx
     backoff: float = 1.0  # first retry waits this long, doubling each time (Retry-After wins when given)
-    max_retry_after: float = (
-        120.0  # a longer Retry-After fails the page now (retry later with --retry-failed)
-    )
+    max_retry_after: float = 120.0  # a longer Retry-After fails the page now (retry later with --retry-failed)
     max_bytes: int = 5_000_000  # cap on a decoded body, enforced while streaming
     max_redirects: int = 5
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
@@ -47,6 +45,8 @@ class CrawlConfig:
     retry_failed: bool = False  # fetch again the pages and lookups that failed in an earlier run
 
     def __post_init__(self) -> None:
+        if isinstance(self.content_types, str):
+            raise ConfigError(f"content_types must be a list of media types, got the string {self.content_types!r}")
         object.__setattr__(self, "content_types", tuple(self.content_types))  # YAML gives a list
         if self.search not in get_args(SearchName):
             raise ConfigError(

@@ -64,7 +64,7 @@ class AddressPolicy:
             if url:
                 parsed = httpx.URL(url)
                 port = parsed.port or (443 if parsed.scheme == "https" else 80)
-                trusted.add((parsed.host.lower(), port))
+                trusted.add((parsed.raw_host.decode("ascii").lower(), port))  # as httpcore connects to it
         return cls(allow_private=allow_private, trusted=frozenset(trusted))
 
 

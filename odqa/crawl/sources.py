@@ -144,15 +144,24 @@ def read_dump(path: str | Path, titles: Iterable[str]) -> dict[str, DumpArticle]
 
 
 def html_files_for(root: str | Path, example: Example) -> list[Path]:
-    """The HTML files of one question: ``root/<id>/*.html`` in name order, then ``root/<Subject>.html``."""
+    """The HTML files of one question: ``root/<id>/*.html`` in name order, then ``root/<Subject>.html``.
+
+    An id or subject that is not a plain file name (``a/b``, ``..``) matches nothing.
+    """
     root = Path(root)
-    files = sorted(p for p in (root / example.id).glob("*") if p.suffix.lower() in _HTML_SUFFIXES)
-    if example.subject:
-        for stem in {example.subject, example.subject.replace(" ", "_")}:
-            for suffix in sorted(_HTML_SUFFIXES):
-                candidate = root / f"{stem}{suffix}"
-                if candidate.is_file() and candidate not in files:
-                    files.append(candidate)
+
+    def plain(name: str) -> bool:
+        return name not in {"", ".", ".."} and Path(name).name == name
+
+    files = []
+    if plain(example.id):
+        files = sorted(p for p in (root / example.id).glob("*") if p.suffix.lower() in _HTML_SUFFIXES)
+    subject = example.subject or ""
+    for stem in dict.fromkeys((subject, subject.replace(" ", "_"))):
+        for suffix in sorted(_HTML_SUFFIXES):
+            candidate = root / f"{stem}{suffix}"
+            if plain(stem) and candidate.is_file() and candidate not in files:
+                files.append(candidate)
     return files
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from odqa._optional import require
 from odqa.errors import CrawlError
+from odqa.io import example_from_dict
 from odqa.records import Example
 
 __all__ = ["STORE_NAME", "CrawlStore", "PageRow", "ResultRow", "Summary", "normalise_url", "split_reason"]
@@ -169,20 +170,16 @@ class CrawlStore:
     def close(self) -> None:
         self._db.close()
 
-    def _transaction(self) -> sqlite3.Connection:
-        self._db.execute("BEGIN IMMEDIATE")
-        return self._db
-
     def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
         """Run ``statements`` as one transaction: all of them, or none."""
-        db = self._transaction()
+        self._db.execute("BEGIN IMMEDIATE")
         try:
             for sql, params in statements:
-                db.execute(sql, params)
+                self._db.execute(sql, params)
         except BaseException:
-            db.execute("ROLLBACK")
+            self._db.execute("ROLLBACK")
             raise
-        db.execute("COMMIT")
+        self._db.execute("COMMIT")
 
     def add_questions(self, examples: Sequence[tuple[Example, dict[str, Any]]]) -> None:
         """Record the input questions (record as given); ones already stored are kept as they are."""
@@ -197,8 +194,6 @@ class CrawlStore:
 
     def examples(self) -> Iterator[tuple[Example, dict[str, Any]]]:
         """Stored questions in input order, with the records they came from."""
-        from odqa.io import example_from_dict
-
         rows = self._db.execute("SELECT id, position, record FROM questions ORDER BY position").fetchall()
         for _qid, position, record in rows:
             obj = json.loads(record)

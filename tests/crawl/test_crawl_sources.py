@@ -172,3 +172,4 @@ def test_html_folder(tmp_path: Path) -> None:
     outside = read_html_file((tmp_path.parent / "x.html").as_uri(), tmp_path, 1000)
     assert (outside.error or "").startswith("blocked_address")
     assert (read_html_file(files[0].resolve().as_uri(), tmp_path, 3).error or "").startswith("too_large")
+    assert html_files_for(tmp_path / "q1", Example(id="..", question="?", subject="../Jerry_Mumphrey")) == []
