@@ -12,7 +12,7 @@ import gzip
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 from urllib.parse import quote, unquote, urlsplit
@@ -73,21 +73,35 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _iter_dump(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """Stream ``("siteinfo", {...})`` then ``("page", {title, ns, text, redirect})`` items from a dump."""
+@dataclass
+class _Site:
+    """What a dump's ``<siteinfo>`` says: the article URL prefix, and the names of the File/Category namespaces."""
+
+    base: str = ""
+    hidden: list[str] = field(default_factory=lambda: ["file", "image", "category", "media"])
+
+
+def _iter_pages(path: Path, site: _Site) -> Iterator[dict[str, str]]:
+    """Stream ``{title, ns, text, redirect}`` per page; fills ``site`` from ``<siteinfo>`` (which comes first).
+
+    Finished elements are dropped from the tree as it goes, so memory stays flat on a multi-GB dump.
+    """
     try:
         with _open_dump(path) as fh:
-            for _event, elem in ET.iterparse(fh, events=("end",)):
+            root = None
+            for event, elem in ET.iterparse(fh, events=("start", "end")):
+                if root is None:
+                    root = elem
+                if event != "end":
+                    continue
                 name = _local(elem.tag)
                 if name == "siteinfo":
-                    info = {"base": ""}
                     for child in elem.iter():
-                        if _local(child.tag) == "base":
-                            info["base"] = child.text or ""
+                        if _local(child.tag) == "base" and child.text:
+                            site.base = child.text.rsplit("/", 1)[0] + "/"
                         elif _local(child.tag) == "namespace" and child.get("key") in _MEDIA_NAMESPACES:
-                            info[f"ns:{(child.text or '').lower()}"] = "hidden"
-                    yield "siteinfo", info
-                    elem.clear()
+                            site.hidden.append((child.text or "").lower())
+                    root.clear()
                 elif name == "page":
                     page = {"title": "", "ns": "0", "text": "", "redirect": ""}
                     for child in elem.iter():
@@ -96,12 +110,10 @@ def _iter_dump(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
                             page[local] = child.text or ""
                         elif local == "redirect":
                             page["redirect"] = child.get("title", "")
-                    yield "page", page
-                    elem.clear()
+                    root.clear()
+                    yield page
     except ET.ParseError as exc:
-        raise InputError(
-            f"{path}: not a valid MediaWiki XML dump ({exc}); give a pages-articles .xml(.bz2)"
-        ) from exc
+        raise InputError(f"{path}: not a valid MediaWiki XML dump ({exc}); give a pages-articles .xml(.bz2)") from exc
     except OSError as exc:
         raise InputError(f"{path}: cannot read the dump: {exc}") from exc
 
@@ -117,26 +129,22 @@ def read_dump(path: str | Path, titles: Iterable[str]) -> dict[str, DumpArticle]
     wanted = {normalise_title(t) for t in titles}
     found: dict[str, DumpArticle] = {}
     redirects: dict[str, str] = {}
-    for _pass in range(2):
+    for pass_number in range(2):
         targets = set(redirects.values()) - set(found)
-        if _pass == 1 and not targets:
+        if pass_number == 1 and not targets:
             break
-        base, hidden = "", ["file", "image", "category", "media"]
         look = wanted | targets
-        for kind, item in _iter_dump(path):
-            if kind == "siteinfo":
-                base = item["base"].rsplit("/", 1)[0] + "/" if item["base"] else ""
-                hidden += [key[3:] for key in item if key.startswith("ns:")]
+        site = _Site()
+        for page in _iter_pages(path, site):
+            title = normalise_title(page["title"])
+            if page["ns"] != "0" or title not in look or title in found:
                 continue
-            title = normalise_title(item["title"])
-            if item["ns"] != "0" or title not in look or title in found:
-                continue
-            if item["redirect"]:
-                redirects[title] = normalise_title(item["redirect"])
+            if page["redirect"]:
+                redirects[title] = normalise_title(page["redirect"])
                 look.add(redirects[title])
                 continue
-            url = f"{base}{quote(title.replace(' ', '_'))}" if base else f"dump:{path.name}#{title}"
-            found[title] = DumpArticle(title, wikitext_to_text(item["text"], hidden), url)
+            url = f"{site.base}{quote(title.replace(' ', '_'))}" if site.base else f"dump:{path.name}#{title}"
+            found[title] = DumpArticle(title, wikitext_to_text(page["text"], site.hidden), url)
     for source, target in redirects.items():
         if target in found and source not in found:
             found[source] = found[target]
