@@ -28,6 +28,9 @@ def crawl(
     search_endpoint: Annotated[
         str | None, typer.Option("--search-endpoint", help="Search API URL (a self-hosted SearXNG).")
     ] = None,
+    wikipedia: Annotated[
+        bool | None, typer.Option("--wikipedia/--no-wikipedia", help="Add the subject's article (default on).")
+    ] = None,
     wikipedia_endpoint: Annotated[
         str | None, typer.Option("--wikipedia-endpoint", help="MediaWiki site root (other language, mirror).")
     ] = None,
@@ -64,6 +67,7 @@ def crawl(
         per_host=per_host,
         delay=delay,
         search_endpoint=search_endpoint,
+        wikipedia=wikipedia,
         wikipedia_endpoint=wikipedia_endpoint,
         allow_private=allow_private or None,
         retry_failed=retry_failed or None,

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from odqa.cli import app
 from odqa.crawl import CrawlConfig, export_jsonl, is_crawl_dir, iter_examples, run_crawl
 from odqa.crawl.store import STORE_NAME
+from odqa.datasets.detect import load_examples
 from odqa.errors import CrawlError, FormatError
 from odqa.io import read_fid
 
@@ -228,6 +229,8 @@ def test_offline_sources_dump_and_html_folder(
     assert (m1.ctxs or ())[0].text.startswith("Jerry Wayne Mumphrey (born September 9, 1952)")
     assert "Given a set of high-dimensional objects" in (m1.ctxs or ())[1].text
     assert m2.ctxs == ()
+    refine_input = list(load_examples(tmp_path / "run"))  # what `odqa refine crawl/NAME` reads
+    assert [len(e.ctxs or ()) for e in refine_input] == [2, 0]
 
 
 def test_bad_inputs_are_clear_errors(tmp_path: Path, make_config: Callable[..., CrawlConfig]) -> None:
