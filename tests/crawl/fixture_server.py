@@ -72,6 +72,13 @@ class FixtureServer:
         else:
             self._routes[path] = [r for r in replies if isinstance(r, Reply)]
 
+    def handler(self, path: str) -> Handler:
+        """The function answering ``path`` (to wrap it with extra behaviour in a test)."""
+        route = self._routes[path]
+        if not callable(route):
+            raise TypeError(f"{path} is answered by canned replies, not a function")
+        return route
+
     def hits(self, path: str) -> int:
         return sum(1 for s in self.seen if s.path == path)
 

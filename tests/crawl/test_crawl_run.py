@@ -179,8 +179,7 @@ def test_api_key_never_reaches_store_outputs_or_logs(
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    answer = web._routes["/customsearch/v1"]
-    assert callable(answer)
+    answer = web.handler("/customsearch/v1")
     failing = iter([Reply(500, "boom"), Reply(429, "", headers={"Retry-After": "0"})])
     web.route("/customsearch/v1", lambda seen: next(failing, None) or answer(seen))
     caplog.set_level(logging.DEBUG)
