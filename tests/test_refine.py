@@ -141,3 +141,12 @@ def test_dense_and_hybrid_refine_with_the_bundled_model(minilm_encoder: Any) -> 
         assert result.hits[0].passage.id == "b"
         scores = [h.score for h in result.hits]
         assert scores == sorted(scores, reverse=True)
+
+
+def test_japanese_candidates_are_chunked_and_ranked_by_bm25() -> None:
+    tokyo = Document("tokyo", "東京", "東京は日本の首都である。" * 30 + "東京タワーは1958年に完成した。")
+    osaka = Document("osaka", "大阪", "大阪は日本第二の都市である。" * 10)
+    question = Example(id="ja", question="東京タワーは何年に完成しましたか？", answers=("1958年",), ctxs=(osaka, tokyo))
+    (result,) = refine([question], RefineConfig(scorer="bm25", k=3))
+    top = result.hits[0].passage
+    assert top.doc_id == "tokyo" and "東京タワー" in top.text and len(top.text) <= 200
