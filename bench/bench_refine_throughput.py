@@ -40,7 +40,7 @@ def baseline(examples: list[Example], encoder: Encoder, config: RefineConfig) ->
     for ex in examples:
         passages = list(chunk(ex.ctxs or (), config.chunk))
         vectors = model.encode([passage_text(p, preset.passage_prefix) for p in passages],
-                               batch_size=config.embed.batch_size, convert_to_numpy=True)
+                               batch_size=encoder.batch_size, convert_to_numpy=True)
         query = model.encode([query_text(ex.question, preset.query_prefix)], convert_to_numpy=True)[0]
         order = np.argsort(-(vectors @ query), kind="stable")[:K]
         tops.append([passages[i].id for i in order])

@@ -48,13 +48,13 @@ class EmbedConfig:
     normalize: bool | None = None  # only for a model that is not a preset
     query_prompt: str | None = None  # override the preset's query text prefix
     passage_prompt: str | None = None
-    batch_size: int = 64
+    batch_size: int | None = None  # None = 16 on CPU, 128 on GPU (CPU: small batches measured fastest)
     device: str | None = None  # None = sentence-transformers' choice (cuda if present)
     precision: Literal["fp32", "fp16", "bf16"] = "fp32"
     cache_dir: str | None = None  # persistent embedding cache; None = default user cache, "" = off
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1:
+        if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         _check_choice("precision", self.precision, ("fp32", "fp16", "bf16"))
         if self.pooling is not None:

@@ -37,7 +37,7 @@ def refine_command(
     stride: Annotated[int | None, typer.Option(help="Words between passage starts (default = words).")] = None,
     chars: Annotated[int | None, typer.Option(help="Characters per passage for unspaced scripts (default 200)."
                                                  )] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Encoder batch size (default 64).")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Encoder batch size (default 16 on CPU, 128 on GPU).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
     precision: Annotated[str | None, typer.Option(help="fp32 | fp16 | bf16 (default fp32).")] = None,
     cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder ('' = no cache).")] = None,
