@@ -46,11 +46,17 @@ def half(doc_id: str) -> int:
     return int(hashlib.md5(doc_id.encode()).hexdigest(), 16) % 2
 
 
-def with_distractors(examples: list[Example], n: int, seed: int) -> list[Example]:
+def articles(examples: list[Example]) -> dict[str, Document]:
+    """Every distinct article of ``examples``, by id."""
     docs: dict[str, Document] = {}
     for ex in examples:
         for doc in ex.ctxs or ():
             docs.setdefault(doc.id, doc)
+    return docs
+
+
+def with_distractors(examples: list[Example], docs: dict[str, Document], n: int, seed: int) -> list[Example]:
+    """Each example's own candidates plus ``n`` other articles of ``docs``, drawn with a seeded RNG."""
     ids = sorted(docs)
     rng = random.Random(seed)
     out = []
@@ -80,8 +86,10 @@ def main() -> int:
     parser.add_argument("--floors", type=Path, default=HERE / "floors.json")
     args = parser.parse_args()
 
-    examples = [ex for ex in load_timeqa(DATA) if ex.answers][: args.limit]
-    settings = {"own": examples, "distractors": with_distractors(examples, args.distractors, args.seed)}
+    answerable = [ex for ex in load_timeqa(DATA) if ex.answers]
+    examples = answerable[: args.limit]
+    distracted = with_distractors(examples, articles(answerable), args.distractors, args.seed)
+    settings = {"own": examples, "distractors": distracted}
     encoder = Encoder(EmbedConfig(model=args.model))
     passages = {p.id for ex in settings["distractors"] for d in ex.ctxs or () for p in chunk_document(d)}
     print(f"{len(examples)} answerable questions, {len(passages)} distinct passages, model {args.model}")

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from bench_refine_quality import DATA, with_distractors
+from bench_refine_quality import DATA, articles, with_distractors
 
 from odqa.chunk import chunk
 from odqa.config import EmbedConfig, RefineConfig
@@ -72,7 +72,8 @@ def encoder_flops(encoder: Encoder, texts: list[str]) -> float:
     config = transformer.config
     params = sum(p.numel() for n, p in transformer.named_parameters() if "embeddings" not in n)
     tokenizer = encoder.model.tokenizer
-    lengths = [min(len(ids), encoder.model.max_seq_length) for ids in tokenizer(texts)["input_ids"]]
+    limit = encoder.model.max_seq_length
+    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
     dense = 2 * params * sum(lengths)
     attention = sum(4 * config.num_hidden_layers * n * n * config.hidden_size for n in lengths)
     return float(dense + attention)
@@ -86,14 +87,15 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "refine_throughput.json")
     args = parser.parse_args()
 
-    examples = [ex for ex in load_timeqa(DATA) if ex.answers][: args.questions]
-    if args.distractors:
-        examples = with_distractors(examples, args.distractors, seed=13)
+    answerable = [ex for ex in load_timeqa(DATA) if ex.answers]
+    examples = answerable[: args.questions]
+    if args.distractors:  # drawn from all 309 articles, not only those of the selected questions
+        examples = with_distractors(examples, articles(answerable), args.distractors, seed=13)
     with tempfile.TemporaryDirectory() as cache:
         encoder = Encoder(EmbedConfig(model=args.model, cache_dir=cache))
         config = RefineConfig(scorer="dense", k=K, embed=encoder.config)
         total = sum(len(list(chunk(ex.ctxs or (), config.chunk))) for ex in examples)
-        distinct = len({p.text for ex in examples for p in chunk(ex.ctxs or (), config.chunk)})
+        distinct = len({passage_text(p) for ex in examples for p in chunk(ex.ctxs or (), config.chunk)})
 
         started = time.perf_counter()
         base_top, encoded = baseline(examples, encoder, config)
