@@ -9,7 +9,6 @@ from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig
 from odqa.datasets.detect import load_examples
 from odqa.embed import Encoder
 from odqa.errors import (
-    BadIndexError,
     ConfigError,
     CrawlError,
     DependencyError,
@@ -17,13 +16,13 @@ from odqa.errors import (
     InputError,
     ModelError,
     OdqaError,
+    OutputError,
 )
 from odqa.records import Document, Example, Hit, Page, Passage
 from odqa.refine import Refined, refine
 from odqa.retrieve.protocol import Reranker, Retriever
 
 __all__ = [
-    "BadIndexError",
     "ChunkConfig",
     "ConfigError",
     "CrawlError",
@@ -38,6 +37,7 @@ __all__ = [
     "InputError",
     "ModelError",
     "OdqaError",
+    "OutputError",
     "Page",
     "Passage",
     "RefineConfig",

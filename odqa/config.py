@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from odqa.errors import ConfigError
 
@@ -19,6 +20,7 @@ __all__ = ["ChunkConfig", "EmbedConfig", "HybridConfig", "RefineConfig", "load_c
 
 Scorer = Literal["dense", "bm25", "hybrid", "original"]
 Pooling = Literal["cls", "mean"]
+Precision = Literal["fp32", "fp16", "bf16"]
 C = TypeVar("C")
 
 
@@ -50,7 +52,7 @@ class EmbedConfig:
     passage_prompt: str | None = None
     batch_size: int | None = None  # None = 16 on CPU, 128 on GPU (CPU: small batches measured fastest)
     device: str | None = None  # None = sentence-transformers' choice (cuda if present)
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
+    precision: Precision = "fp32"
     cache_dir: str | None = None  # persistent embedding cache; None = default user cache, "" = off
 
     def __post_init__(self) -> None:
@@ -109,6 +111,35 @@ def _check_choice(name: str, value: object, valid: tuple[object, ...]) -> None:
         raise ConfigError(f"{name} {value!r} is not valid; choose one of: {', '.join(map(str, valid))}")
 
 
+def _type_name(hint: Any) -> str:
+    if get_origin(hint) is Literal:
+        return " | ".join(repr(a) for a in get_args(hint))
+    if get_origin(hint) in (Union, UnionType):
+        return " | ".join(_type_name(a) for a in get_args(hint))
+    return "null" if hint is type(None) else getattr(hint, "__name__", str(hint))
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return any(_matches(value, arg) for arg in get_args(hint))
+    if origin is Literal:
+        return value in get_args(hint)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _check_type(where: str, value: Any, hint: Any) -> None:
+    """Reject a value of the wrong type (YAML ``words: 1.5``, ``k: true``) before it reaches a stage."""
+    if not _matches(value, hint):
+        raise ConfigError(f"{where} must be {_type_name(hint)}, got {value!r}")
+
+
 def _build(cls: type[C], data: Mapping[str, Any], where: str) -> C:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
@@ -116,11 +147,14 @@ def _build(cls: type[C], data: Mapping[str, Any], where: str) -> C:
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {sorted(fields)}")
+    hints = get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         sub = fields[name].default_factory  # nested config dataclasses use default_factory
         if dataclasses.is_dataclass(sub) and isinstance(sub, type):
             value = _build(sub, value, f"{where}.{name}")
+        else:
+            _check_type(f"{where}: {name}", value, hints[name])
         kwargs[name] = value
     try:
         return cls(**kwargs)
@@ -143,11 +177,14 @@ def load_config(cls: type[C], path: str | Path | None = None, **overrides: Any) 
             loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise ConfigError(f"config file {path} does not exist") from exc
+        except (OSError, UnicodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
         if loaded is not None:
             if not isinstance(loaded, dict):
-                raise ConfigError(f"{path}: expected a mapping at the top level")
+                raise ConfigError(f"{path}: expected a mapping of keys to values at the top level, "
+                                  f"got {type(loaded).__name__}")
             data = loaded
     for key, value in overrides.items():
         if value is None:
@@ -156,6 +193,8 @@ def load_config(cls: type[C], path: str | Path | None = None, **overrides: Any) 
         *parents, leaf = key.split(".")
         for parent in parents:
             target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ConfigError(f"{where}: {parent!r} must be a mapping of keys to values, got {target!r}")
         target[leaf] = value
     return _build(cls, data, where)
 

@@ -8,9 +8,9 @@ Every error odqa raises on purpose derives from ``OdqaError``; the CLI catches t
     ├── ConfigError            bad option value, unknown config key, unknown preset
     ├── InputError             unreadable or malformed input file, bad record
     │   └── FormatError        a record that does not fit the expected schema (carries file and line)
+    ├── OutputError            an output path that cannot be written
     ├── ModelError             a model that cannot be loaded (missing weights, no hub access)
     ├── DependencyError        an optional extra that is not installed
-    ├── BadIndexError          index/model/dimension mismatch, corrupted index
     └── CrawlError             a crawl run that cannot proceed (not per-page failures, which are data)
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
-    "BadIndexError",
     "ConfigError",
     "CrawlError",
     "DependencyError",
@@ -27,6 +26,7 @@ __all__ = [
     "InputError",
     "ModelError",
     "OdqaError",
+    "OutputError",
 ]
 
 
@@ -54,6 +54,10 @@ class FormatError(InputError):
         super().__init__(where + message)
 
 
+class OutputError(OdqaError):
+    """An output path that cannot be written (missing permission, a folder in the way, disk full)."""
+
+
 class ModelError(OdqaError):
     """A model that cannot be loaded."""
 
@@ -65,10 +69,6 @@ class DependencyError(OdqaError):
         self.module = module
         self.extra = extra
         super().__init__(f"{module!r} is not installed; install it with: pip install 'odqa[{extra}]'")
-
-
-class BadIndexError(OdqaError):
-    """An index that does not match its manifest, the query model, or is damaged."""
 
 
 class CrawlError(OdqaError):

@@ -9,11 +9,12 @@ import io
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, BinaryIO, Literal, cast
 
-from odqa.errors import FormatError, InputError
+from odqa.errors import FormatError, InputError, OutputError
 from odqa.records import Document, Example, Hit, Passage
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "read_fid",
     "read_json_or_jsonl",
     "read_jsonl",
+    "reading",
+    "text_lines",
     "write_dpr_tsv",
     "write_fid",
     "write_jsonl",
@@ -33,41 +36,82 @@ __all__ = [
 CtxKey = Literal["ctxs", "passages"]
 
 
-def open_text(path: str | Path) -> IO[str]:
-    """Open a text file for reading, transparently gunzipping ``.gz`` / ``.gzip`` files."""
+def _open_binary(path: str | Path) -> BinaryIO:
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; expected a file")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    if path.suffix in {".gz", ".gzip"}:
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return path.open(encoding="utf-8")
+    try:
+        if path.suffix in {".gz", ".gzip"}:
+            return cast(BinaryIO, gzip.open(path, "rb"))
+        return path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from exc
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open a UTF-8 text file for reading, transparently gunzipping ``.gz`` / ``.gzip`` files.
+
+    Read it inside :func:`reading` (or line by line with :func:`text_lines`) so undecodable bytes and corrupt
+    gzip data become a :class:`FormatError` naming the file.
+    """
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig")
+
+
+@contextlib.contextmanager
+def reading(path: str | Path, line: int | None = None) -> Iterator[None]:
+    """Translate decoding and I/O failures while reading ``path`` into odqa errors."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}); "
+                          "re-encode the file as UTF-8", path=path, line=line) from exc
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise FormatError(f"corrupt or truncated gzip data ({exc}); check the download or drop the .gz suffix",
+                          path=path) from exc
+    except OSError as exc:
+        raise InputError(f"{path}: read failed ({exc.strerror or exc})") from exc
+
+
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line_number, line)`` pairs of a UTF-8 text file, with read errors reported by file and line."""
+    with _open_binary(path) as fh:
+        number = 0
+        while True:
+            with reading(path, number + 1):
+                raw = fh.readline()
+                if not raw:
+                    return
+                number += 1
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            yield number, line
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line; a bad line raises with file and line."""
-    with open_text(path) as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"malformed JSON ({exc.msg}, column {exc.colno})", path=path, line=number) from exc
-            if not isinstance(obj, dict):
-                raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=number)
-            yield number, obj
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"malformed JSON ({exc.msg}, column {exc.colno})", path=path, line=number) from exc
+        if not isinstance(obj, dict):
+            raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=number)
+        yield number, obj
 
 
 def read_json_or_jsonl(path: str | Path) -> Iterator[tuple[int | None, dict[str, Any]]]:
     """Read either one JSON array of objects or JSON Lines; yields ``(line_or_None, object)``."""
-    with open_text(path) as fh:
+    with open_text(path) as fh, reading(path, 1):
         head = fh.read(1)
         while head and head.isspace():
             head = fh.read(1)
     if head != "[":
         yield from read_jsonl(path)
         return
-    with open_text(path) as fh:
+    with open_text(path) as fh, reading(path):
         try:
             data = json.load(fh)
         except json.JSONDecodeError as exc:
@@ -78,21 +122,37 @@ def read_json_or_jsonl(path: str | Path) -> Iterator[tuple[int | None, dict[str,
         yield None, item
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Write to a temporary file beside ``path`` and rename it into place only on success."""
+    """Write to a temporary file beside ``path`` and rename it into place only on success.
+
+    The file gets the permissions a plain ``open`` would give it; a path that cannot be written raises
+    :class:`OutputError`.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output path") from exc
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
         raise
 
 
@@ -142,11 +202,14 @@ def example_from_dict(
     ctxs: tuple[Document, ...] | None = None
     if raw_ctxs is not None:
         if not isinstance(raw_ctxs, list):
-            raise FormatError("'ctxs'/'passages' must be a list", path=path, line=line)
+            raise FormatError(f"'ctxs'/'passages' must be a list, got {type(raw_ctxs).__name__}", path=path, line=line)
         ctxs = tuple(_ctx_to_document(c, i, example_id, (path, line)) for i, c in enumerate(raw_ctxs))
     known = {"id", "_id", "qid", "idx", "question_id", "question", "answers", "answer", "target", "targets",
              "text_answers", "subject", "ctxs", "passages"}
-    meta = dict(obj.get("meta") or {}) | {k: v for k, v in obj.items() if k not in known and k != "meta"}
+    given_meta = obj.get("meta") or {}
+    if not isinstance(given_meta, Mapping):
+        raise FormatError(f"'meta' must be an object, got {type(given_meta).__name__}", path=path, line=line)
+    meta = dict(given_meta) | {k: v for k, v in obj.items() if k not in known and k != "meta"}
     subject = obj.get("subject")
     return Example(id=example_id, question=question, answers=answers,
                    subject=str(subject) if subject else None, ctxs=ctxs, meta=meta)
@@ -168,7 +231,8 @@ def _answers_of(obj: Mapping[str, Any], path: str | Path, line: int | None) -> t
         return (raw,)
     if isinstance(raw, list) and all(isinstance(a, (str, int, float)) for a in raw):
         return tuple(str(a) for a in raw)
-    raise FormatError("answers must be a string or a list of strings", path=path, line=line)
+    raise FormatError(f"answers must be a string or a list of strings, got {json.dumps(raw)[:80]}", path=path,
+                      line=line)
 
 
 def read_fid(path: str | Path) -> Iterator[Example]:
@@ -206,7 +270,7 @@ def write_fid(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
 
 def read_dpr_tsv(path: str | Path) -> Iterator[Passage]:
     """Read DPR passages (``id\\ttext\\ttitle`` with a header row)."""
-    with open_text(path) as fh:
+    with open_text(path) as fh, reading(path):
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
         header = next(reader, None)
         if header is None:

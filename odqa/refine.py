@@ -7,24 +7,29 @@ and through the persistent cache), then each question is scored on its own candi
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from odqa.chunk import chunk
 from odqa.config import RefineConfig
+from odqa.errors import ConfigError
+from odqa.evaluate.answers import has_answer
+from odqa.io import CtxKey, example_to_fid
 from odqa.records import Example, Hit, Passage
 from odqa.retrieve.bm25 import bm25_scores
 from odqa.retrieve.fusion import reciprocal_rank_fusion, top_k, weighted_fusion
 from odqa.retrieve.temporal import temporal_scores
+from odqa.retrieve.tokenize import Tokenizer, tokenize
 
 if TYPE_CHECKING:
     from odqa.embed import Encoder
 
-__all__ = ["RefineStats", "Refined", "refine", "score_passages"]
+__all__ = ["RefineStats", "Refined", "fid_record", "refine", "score_passages"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,12 @@ class Refined:
 
     example: Example
     hits: list[Hit]
+
+
+def fid_record(item: Refined, ctx_key: CtxKey = "ctxs") -> dict[str, Any]:
+    """The FiD JSON record of a refined question, each passage marked with ``has_answer``."""
+    marks = [has_answer(hit.passage.text, item.example.answers) for hit in item.hits]
+    return example_to_fid(item.example, item.hits, has_answer=marks, ctx_key=ctx_key)
 
 
 @dataclass
@@ -55,21 +66,23 @@ def score_passages(
     passages: Sequence[Passage],
     config: RefineConfig,
     dense: np.ndarray | None = None,
+    tokens: Tokenizer = tokenize,
 ) -> np.ndarray:
     """Scores of ``passages`` for ``question`` under ``config.scorer`` (higher is better).
 
-    ``dense`` holds the question-passage similarities when the scorer needs them (dense, hybrid).
+    ``dense`` holds the question-passage similarities when the scorer needs them (dense, hybrid); ``tokens`` is
+    the BM25 tokenizer (``refine`` passes a cached one, as questions share passages).
     """
     if config.scorer == "original":
         return -np.arange(len(passages), dtype=np.float64)
     if config.scorer == "bm25":
-        return bm25_scores(question, passages)
+        return bm25_scores(question, passages, tokens=tokens)
     if dense is None:
-        raise ValueError(f"scorer {config.scorer!r} needs dense similarities")
+        raise ConfigError(f"scorer {config.scorer!r} needs dense similarities; pass them, or use scorer 'bm25'")
     if config.scorer == "dense":
         return dense.astype(np.float64)
     weights = config.hybrid
-    arrays = [bm25_scores(question, passages), dense.astype(np.float64)]
+    arrays = [bm25_scores(question, passages, tokens=tokens), dense.astype(np.float64)]
     if weights.fusion == "rrf":
         return reciprocal_rank_fusion(arrays, weights.rrf_k)
     coefficients = [weights.bm25_weight, weights.dense_weight]
@@ -99,7 +112,8 @@ def refine(
     config = config or RefineConfig()
     stats = stats if stats is not None else RefineStats()
     if _needs_dense(config) and encoder is None:
-        raise ValueError(f"scorer {config.scorer!r} needs an encoder")
+        raise ConfigError(f"scorer {config.scorer!r} needs an encoder: refine(examples, config, Encoder(config.embed))")
+    tokens: Tokenizer = functools.lru_cache(maxsize=100_000)(tokenize)  # lives as long as this run
     iterator = iter(examples)
     while block := list(itertools.islice(iterator, config.block_size)):
         candidates = [list(chunk(ex.ctxs or (), config.chunk)) for ex in block]
@@ -113,13 +127,18 @@ def refine(
                 similarities[i] = vectors[offset : offset + len(ps)] @ queries[i]
                 offset += len(ps)
         for ex, ps, sims in zip(block, candidates, similarities, strict=True):
-            yield Refined(ex, _select(ex, ps, sims, config, stats))
+            yield Refined(ex, _select(ex, ps, sims, config, stats, tokens))
         if progress is not None:
             progress(len(block))
 
 
 def _select(
-    ex: Example, passages: list[Passage], sims: np.ndarray | None, config: RefineConfig, stats: RefineStats
+    ex: Example,
+    passages: list[Passage],
+    sims: np.ndarray | None,
+    config: RefineConfig,
+    stats: RefineStats,
+    tokens: Tokenizer,
 ) -> list[Hit]:
     stats.questions += 1
     stats.passages += len(passages)
@@ -133,4 +152,4 @@ def _select(
         stats.empty_question += 1
         stats.warn(f"question {ex.id!r} is empty; its passages are kept in their original order, score 0")
         return [Hit(p, 0.0) for p in passages[: config.k]]
-    return top_k(passages, score_passages(ex.question, passages, config, sims), config.k)
+    return top_k(passages, score_passages(ex.question, passages, config, sims, tokens), config.k)

@@ -56,17 +56,19 @@ def test_refine_hybrid_with_bundled_model_and_atlas_key(tmp_path: Path, minilm_p
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [
-        ('{"id": "q1", "question": "ok", "ctxs": []}\n{"id": "q2", "question": \n', [],
+        ('{"id": "q1", "question": "ok", "ctxs": []}\n{"id": "q2", "question": \n', ["--scorer", "bm25"],
          "FormatError: {path}:2: malformed JSON"),
+        ('{"id": "q1", "question": "caf\xe9"}\n', ["--scorer", "bm25"], "FormatError: {path}:1: not UTF-8 text"),
+        ('{"id": "q1", "question": "ok", "meta": [1]}\n', ["--scorer", "bm25"],
+         "FormatError: {path}:1: 'meta' must be an object, got list"),
         ('{"id": "q1", "question": "ok"}\n', ["--model", "bge"], "ConfigError: unknown embedding preset 'bge'"),
         ('{"id": "q1", "question": "ok"}\n', ["--k", "0"], "ConfigError: k must be >= 1"),
-        ('{"id": "q1", "question": "ok"}\n', ["--scorer", "magic"], "ConfigError: scorer 'magic' is not valid"),
         ('{"id": "q1"}\n', ["--scorer", "bm25"], "FormatError: {path}:1: record has no 'question'"),
     ],
 )
 def test_bad_input_is_one_typed_line_and_exit_1(tmp_path: Path, content: str, args: list[str], message: str) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text(content)
+    path.write_bytes(content.encode("latin-1") if "caf" in content else content.encode())
     result = runner.invoke(app, ["refine", str(path), "--out", str(tmp_path / "o.jsonl"), *args])
     assert result.exit_code == 1
     assert message.format(path=path) in " ".join(result.output.split())
@@ -88,3 +90,45 @@ def test_timeqa_file_is_detected(tmp_path: Path) -> None:
     assert len(rows) == 108 and all(1 <= len(r["ctxs"]) <= 5 for r in rows)
     assert sum(len(r["ctxs"]) == 5 for r in rows) > 100  # a few articles are shorter than 500 words
     assert rows[0]["id"].startswith("/wiki/")
+
+
+def test_unknown_choice_is_rejected_with_the_valid_ones(tmp_path: Path) -> None:
+    path = write_questions(tmp_path / "q.jsonl")
+    result = runner.invoke(app, ["refine", str(path), "--out", str(tmp_path / "o.jsonl"), "--scorer", "magic"])
+    assert result.exit_code == 2
+    assert "'magic' is not one of" in result.output and "hybrid" in result.output
+
+
+def test_corrupt_gzip_input(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl.gz"
+    path.write_bytes(b"not gzip at all")
+    result = runner.invoke(app, ["refine", str(path), "--out", str(tmp_path / "o.jsonl"), "--scorer", "bm25"])
+    assert result.exit_code == 1 and "FormatError" in result.output and "gzip" in result.output
+
+
+def test_unwritable_output(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")),
+                                 "--out", str(blocker / "out.jsonl"), "--scorer", "bm25"])
+    assert result.exit_code == 1 and "OutputError: cannot write" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [("chunk: {words: 1.5}\n", "chunk: words must be int, got 1.5"),
+     ("k: true\n", "k must be int, got True"),
+     ("embed: minilm\n", "'embed' must be a mapping")],
+)
+def test_bad_config_values(tmp_path: Path, yaml_text: str, message: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml_text)
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")), "--out",
+                                 str(tmp_path / "o.jsonl"), "--config", str(config), "--model", "x/y"])
+    assert result.exit_code == 1 and "ConfigError" in result.output and message in " ".join(result.output.split())
+
+
+def test_config_path_that_is_a_folder(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")), "--out",
+                                 str(tmp_path / "o.jsonl"), "--config", str(tmp_path)])
+    assert result.exit_code == 1 and "ConfigError: cannot read config file" in " ".join(result.output.split())

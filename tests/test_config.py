@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,18 @@ def test_unknown_keys_are_rejected_with_the_valid_ones(tmp_path: Path) -> None:
         load_config(RefineConfig, path)
 
 
-@pytest.mark.parametrize("overrides", [{"k": 0}, {"scorer": "magic"}, {"embed.precision": "int3"}])
-def test_invalid_values(overrides: dict[str, object]) -> None:
-    with pytest.raises(ConfigError):
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"k": 0}, "k must be >= 1, got 0"),
+        ({"scorer": "magic"}, "scorer must be 'dense' | 'bm25' | 'hybrid' | 'original', got 'magic'"),
+        ({"embed.precision": "int3"}, "precision must be 'fp32' | 'fp16' | 'bf16', got 'int3'"),
+        ({"chunk.words": 1.5}, "words must be int, got 1.5"),
+        ({"hybrid.bm25_weight": -1}, "bm25_weight must be >= 0"),
+    ],
+)
+def test_invalid_values_say_what_is_valid(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(RefineConfig, None, **overrides)
 
 

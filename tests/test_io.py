@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from odqa.errors import FormatError, InputError
+from odqa.errors import FormatError, InputError, OutputError
 from odqa.io import (
     atomic_write,
     example_from_dict,
@@ -99,3 +100,27 @@ def test_dpr_tsv_bad_header(tmp_path: Path) -> None:
     path.write_text("a\tb\tc\n1\t2\t3\n")
     with pytest.raises(FormatError, match="header"):
         list(read_dpr_tsv(path))
+
+
+def test_undecodable_and_corrupt_files_are_format_errors(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"question": "ok"}\n{"question": "caf\xe9"}\n')
+    with pytest.raises(FormatError, match=r"latin\.jsonl:2: not UTF-8 text"):
+        list(read_jsonl(latin))
+    corrupt = tmp_path / "c.jsonl.gz"
+    corrupt.write_bytes(b"plain bytes")
+    with pytest.raises(FormatError, match="corrupt or truncated gzip"):
+        list(read_jsonl(corrupt))
+    with pytest.raises(InputError, match="is a folder"):
+        list(read_jsonl(tmp_path))
+
+
+def test_atomic_write_gives_normal_permissions_and_typed_errors(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    write_jsonl(path, [{"a": 1}])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="cannot write"):
+        write_jsonl(tmp_path / "file" / "out.jsonl", [{"a": 1}])

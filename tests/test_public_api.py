@@ -8,8 +8,9 @@ from odqa.records import Hit, Passage
 from odqa.retrieve import Retriever
 
 EXPECTED = {
-    "BadIndexError", "ChunkConfig", "ConfigError", "CrawlError", "DependencyError", "Document", "EmbedConfig",
-    "Encoder", "Example", "FormatError", "Hit", "HybridConfig", "InputError", "ModelError", "OdqaError", "Page",
+    "ChunkConfig", "ConfigError", "CrawlError", "DependencyError", "Document", "EmbedConfig",
+    "Encoder", "Example", "FormatError", "Hit", "HybridConfig", "InputError", "ModelError", "OdqaError", "OutputError",
+    "Page",
     "Passage", "RefineConfig", "Refined", "Reranker", "Retriever", "__version__", "chunk", "chunk_document",
     "load_examples", "refine",
 }

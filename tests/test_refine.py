@@ -8,6 +8,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from odqa.config import HybridConfig, RefineConfig
+from odqa.errors import ConfigError
 from odqa.records import Document, Example, Passage
 from odqa.refine import RefineStats, refine, score_passages
 from odqa.retrieve.bm25 import bm25_scores
@@ -118,7 +119,7 @@ def test_edge_cases_are_defined_and_counted() -> None:
 
 
 def test_dense_scorers_need_an_encoder() -> None:
-    with pytest.raises(ValueError, match="needs an encoder"):
+    with pytest.raises(ConfigError, match="needs an encoder"):
         list(refine([example()], RefineConfig(scorer="hybrid")))
 
 

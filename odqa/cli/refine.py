@@ -10,9 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from odqa.cli._app import app, console, guarded
+from odqa.config import Pooling, Precision, Scorer
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from odqa.config import RefineConfig
+    from odqa.embed import Encoder
+    from odqa.records import Example
 
 RECALL_KS = (1, 5, 10, 20, 100)
 
@@ -25,10 +30,10 @@ def refine_command(
         help="Questions with candidates: FiD/Atlas/Complex-TR JSON(L), a TimeQA file, or a crawl output folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="FiD JSON Lines to write.")],
     k: Annotated[int | None, typer.Option(help="Passages kept per question (default 100).")] = None,
-    scorer: Annotated[str | None, typer.Option(help="hybrid | dense | bm25 | original (default hybrid).")] = None,
+    scorer: Annotated[Scorer | None, typer.Option(help="Scoring (default hybrid).")] = None,
     model: Annotated[str | None, typer.Option(help="Embedding preset, hub id or local path (default minilm).")
                      ] = None,
-    pooling: Annotated[str | None, typer.Option(help="cls | mean, for a model that is not a preset.")] = None,
+    pooling: Annotated[Pooling | None, typer.Option(help="For a model that is not a preset.")] = None,
     normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize",
                                                       help="Unit-normalise vectors (non-preset models).")] = None,
     query_prompt: Annotated[str | None, typer.Option(help="Override the preset's query prefix ('' = none).")
@@ -39,7 +44,7 @@ def refine_command(
                                                  )] = None,
     batch_size: Annotated[int | None, typer.Option(help="Encoder batch size (default 16 on CPU, 128 on GPU).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
-    precision: Annotated[str | None, typer.Option(help="fp32 | fp16 | bf16 (default fp32).")] = None,
+    precision: Annotated[Precision | None, typer.Option(help="Half precision is for GPUs (default fp32).")] = None,
     cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder ('' = no cache).")] = None,
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
@@ -68,19 +73,8 @@ def refine_command(
 
 def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
     """Refine ``source`` into ``out`` with a progress display; returns the summary figures."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
 
     from odqa.datasets.detect import load_examples
-    from odqa.evaluate import has_answer, recall_at_k
-    from odqa.io import example_to_fid, write_jsonl
-    from odqa.refine import RefineStats, refine
 
     examples = load_examples(source)
     first = next(examples, None)  # reads and checks the input before the (slow) model load
@@ -92,6 +86,21 @@ def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
 
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
             encoder = Encoder(cfg.embed)
+    try:
+        return _refine_to_file(examples, out, cfg, encoder)
+    finally:
+        if encoder is not None:
+            encoder.close()
+
+
+def _refine_to_file(examples: Iterator[Example], out: Path, cfg: RefineConfig, encoder: Encoder | None
+                    ) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from odqa.evaluate import recall_at_k
+    from odqa.io import write_jsonl
+    from odqa.refine import RefineStats, fid_record, refine
+
     stats = RefineStats()
     flags: list[list[bool]] = []
     started = time.perf_counter()
@@ -102,10 +111,10 @@ def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
 
         def records() -> Any:
             for item in refine(examples, cfg, encoder, stats, lambda n: bar.advance(task, n)):
-                marks = [has_answer(h.passage.text, item.example.answers) for h in item.hits]
+                record = fid_record(item, cfg.ctx_key)
                 if item.example.answers:
-                    flags.append(marks)
-                yield example_to_fid(item.example, item.hits, has_answer=marks, ctx_key=cfg.ctx_key)
+                    flags.append([ctx["has_answer"] for ctx in record[cfg.ctx_key]])
+                yield record
 
         written = write_jsonl(out, records())
     elapsed = time.perf_counter() - started

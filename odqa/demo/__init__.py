@@ -12,9 +12,9 @@ from pathlib import Path
 
 from odqa.config import EmbedConfig, RefineConfig, Scorer
 from odqa.datasets import load_timeqa
-from odqa.evaluate import has_answer, recall_at_k
-from odqa.io import example_to_fid, write_jsonl
-from odqa.refine import refine
+from odqa.evaluate import recall_at_k
+from odqa.io import write_jsonl
+from odqa.refine import fid_record, refine
 
 __all__ = ["DEMO_KS", "DemoRow", "demo_data", "run_demo"]
 
@@ -49,17 +49,20 @@ def run_demo(
     base = RefineConfig(k=max(DEMO_KS), embed=embed or EmbedConfig())
     encoder = Encoder(base.embed) if any(s in ("dense", "hybrid") for s in scorers) else None
     rows = []
-    for scorer in scorers:
-        if on_scorer is not None:
-            on_scorer(scorer)
-        config = replace(base, scorer=scorer)
-        flags, records = [], []
-        for item in refine(examples, config, encoder):
-            marks = [has_answer(h.passage.text, item.example.answers) for h in item.hits]
-            if item.example.answers:
-                flags.append(marks)
-            records.append(example_to_fid(item.example, item.hits, has_answer=marks))
-        output = out_dir / f"{scorer}.jsonl"
-        write_jsonl(output, records)
-        rows.append(DemoRow(scorer, recall_at_k(flags, DEMO_KS), output))
+    try:
+        for scorer in scorers:
+            if on_scorer is not None:
+                on_scorer(scorer)
+            flags, records = [], []
+            for item in refine(examples, replace(base, scorer=scorer), encoder):
+                record = fid_record(item)
+                if item.example.answers:
+                    flags.append([ctx["has_answer"] for ctx in record["ctxs"]])
+                records.append(record)
+            output = out_dir / f"{scorer}.jsonl"
+            write_jsonl(output, records)
+            rows.append(DemoRow(scorer, recall_at_k(flags, DEMO_KS), output))
+    finally:
+        if encoder is not None:
+            encoder.close()
     return rows

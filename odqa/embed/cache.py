@@ -60,8 +60,5 @@ class EmbeddingCache:
         with self._db:
             self._db.executemany("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)", rows)
 
-    def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-
     def close(self) -> None:
         self._db.close()

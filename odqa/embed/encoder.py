@@ -144,6 +144,17 @@ class Encoder:
         model.eval()
         return model
 
+    def close(self) -> None:
+        """Close the embedding cache (the model needs no closing)."""
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> Encoder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     @property
     def dimension(self) -> int:
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension

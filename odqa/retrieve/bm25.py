@@ -13,18 +13,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from odqa.records import Passage
-from odqa.retrieve.tokenize import tokenize
+from odqa.retrieve.tokenize import Tokenizer, tokenize
 
 __all__ = ["bm25_scores"]
 
 
-def bm25_scores(question: str, passages: Sequence[Passage], k1: float = 0.9, b: float = 0.4) -> np.ndarray:
+def bm25_scores(
+    question: str, passages: Sequence[Passage], k1: float = 0.9, b: float = 0.4, tokens: Tokenizer = tokenize
+) -> np.ndarray:
     """BM25 score of each passage (title + text) for ``question``; statistics from these passages alone."""
     scores = np.zeros(len(passages), dtype=np.float64)
-    query = Counter(tokenize(question))  # a repeated query term counts once per occurrence
+    query = Counter(tokens(question))  # a repeated query term counts once per occurrence
     if not passages or not query:
         return scores
-    docs = [Counter(tokenize(f"{p.title} {p.text}")) for p in passages]
+    docs = [Counter(tokens(f"{p.title} {p.text}")) for p in passages]
     lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
     average = lengths.mean()
     if average == 0:

@@ -4,13 +4,16 @@ bigrams for text written without spaces (Japanese, Chinese), so no dictionary is
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
 from odqa.chunk import is_unspaced
 
-__all__ = ["STOPWORDS", "tokenize"]
+__all__ = ["STOPWORDS", "Tokenizer", "tokenize"]
+
+Tokenizer = Callable[[str], Sequence[str]]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -36,12 +39,8 @@ def _stemmer() -> Any:
     return Stemmer.Stemmer("english")
 
 
-@lru_cache(maxsize=200_000)
 def tokenize(text: str) -> tuple[str, ...]:
-    """Tokens for BM25: stemmed words (minus stopwords) or, for unspaced scripts, character bigrams.
-
-    Cached: many questions share the same candidate passages.
-    """
+    """Tokens for BM25: stemmed words (minus stopwords) or, for unspaced scripts, character bigrams."""
     if is_unspaced(text):
         chars = [c for c in text if not c.isspace()]
         return tuple(a + b for a, b in pairwise(chars)) or tuple(chars)
