@@ -26,6 +26,7 @@ from odqa.config import EmbedConfig, HybridConfig, RefineConfig
 from odqa.datasets import load_timeqa
 from odqa.embed import Encoder
 from odqa.evaluate import has_answer, recall_at_k
+from odqa.io import atomic_write
 from odqa.records import Document, Example
 from odqa.refine import refine
 
@@ -106,8 +107,8 @@ def main() -> int:
                   + f"   R@5 half0={row['half0'][5]:.3f} half1={row['half1'][5]:.3f}"
                   + f"   ({time.perf_counter() - started:.1f}s)", flush=True)
 
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"model": args.model, "questions": len(examples), "results": results}, indent=2))
+    with atomic_write(args.json) as fh:
+        json.dump({"model": args.model, "questions": len(examples), "results": results}, fh, indent=2)
     return check_floors(results, args.floors) if args.limit is None and args.model == "minilm" else 0
 
 
