@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -125,14 +127,76 @@ def test_hieradate_official_prediction_format(data_dir: Path, tmp_path: Path) ->
     [
         (["-d", "squad"], "ConfigError: unknown dataset 'squad'; choose one of: fid, complex-tr, timeqa"),
         (["-d", "hybridqa"], "--dataset hybridqa needs a GOLD file"),
-        (["--k", "1,five"], "--k must be comma-separated integers"),
-        (["--k", "0"], "k values must be positive integers"),
+        (["-d", "SQuAD"], "choose one of: fid, complex-tr, timeqa, hieradate, jemhopqa, hybridqa"),
+        (["--k", "1,five"], "--k must be comma-separated positive integers (recall@k cut-offs, e.g. 1,5,10,20,100), "
+                            "got '1,five'"),
+        (["--k", "0"], "--k must be comma-separated positive integers (recall@k cut-offs, e.g. 1,5,10,20,100), "
+                       "got '0'"),
+        (["--k", "5,-1"], "--k must be comma-separated positive integers"),
+        (["--k=-3"], "got '-3'"),
+        (["--k", ","], "got ','"),
         (["--official-split"], "--official-split applies to --dataset complex-tr only"),
     ],
 )
 def test_bad_options(data_dir: Path, args: list[str], message: str) -> None:
     code, _, stderr = _eval(data_dir / "complex_tr" / "predictions.jsonl", *args)
-    assert code == 1 and message in stderr
+    assert code == 1 and stderr.startswith("ConfigError: ") and message in stderr
+
+
+def _one_error_line(*args: str | Path) -> str:
+    """Run ``odqa eval``; it must exit 1 with exactly one ``Type: message`` line on stderr (no traceback)."""
+    result = runner.invoke(app, ["eval", *map(str, args)], env={"COLUMNS": "400"})
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 1, (result.exit_code, result.stderr, result.exception)
+    assert len(lines) == 1 and re.match(r"^(InputError|FormatError): \S", lines[0]), result.stderr
+    return lines[0]
+
+
+def test_a_prediction_file_that_is_not_utf8(data_dir: Path, tmp_path: Path) -> None:
+    pred = tmp_path / "latin1.jsonl"
+    pred.write_bytes('{"id": "L2_Q451225_P108_4", "prediction": "Universit\u00e9 de Paris"}\n'.encode("latin-1"))
+    line = _one_error_line(pred, data_dir / "complex_tr" / "reasonqa.jsonl", "-d", "complex-tr")
+    assert line.startswith(f"FormatError: {pred}") and "not UTF-8" in line and "UTF-8" in line.split(";")[-1]
+
+
+def test_a_gold_path_that_is_a_folder(data_dir: Path, tmp_path: Path) -> None:
+    for dataset in ("complex-tr", "hybridqa", "fid"):
+        line = _one_error_line(data_dir / "complex_tr" / "predictions.jsonl", tmp_path, "-d", dataset)
+        assert line == (f"InputError: {tmp_path} is a folder, not a file; give the {dataset} gold file itself "
+                        "(GOLD, after PRED)")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2, 3]", "item 0 of the JSON array is int 1, expected a prediction object with an id; accepted: "
+                      'JSON Lines of {"id": ..., "prediction": ...}, a JSON object {id: answer}'),
+        ('["Paris"]', 'item 0 of the JSON array is str "Paris", expected a prediction object'),
+        ("42", 'got a JSON int; accepted: JSON Lines of {"id": ..., "prediction": ...}'),
+        ('{"id": "a", "prediction": "x"}\n[1]\n', ":2: expected a JSON object, got list"),
+    ],
+)
+def test_a_prediction_file_of_the_wrong_shape(data_dir: Path, tmp_path: Path, content: str, message: str) -> None:
+    pred = tmp_path / "pred.json"
+    pred.write_text(content, encoding="utf-8")
+    line = _one_error_line(pred, data_dir / "complex_tr" / "reasonqa.jsonl", "-d", "complex-tr")
+    assert line.startswith(f"FormatError: {pred}") and message in line
+
+
+def test_unreadable_inputs_are_one_line_errors(data_dir: Path, tmp_path: Path) -> None:
+    gold = data_dir / "complex_tr" / "reasonqa.jsonl"
+    corrupt = tmp_path / "pred.jsonl.gz"
+    corrupt.write_bytes(gzip.compress(b'{"id": "a", "prediction": "x"}\n' * 100)[:40])
+    assert "corrupt or truncated gzip data" in _one_error_line(corrupt, gold, "-d", "complex-tr")
+    assert "is a folder, not a prediction file" in _one_error_line(tmp_path, gold, "-d", "complex-tr")
+    assert "is a folder, not a file; give the FiD file" in _one_error_line(tmp_path)
+    empty_gold = tmp_path / "gold.jsonl"
+    empty_gold.write_text("\n", encoding="utf-8")
+    pred = data_dir / "complex_tr" / "predictions.jsonl"
+    assert "the gold file holds no questions" in _one_error_line(pred, empty_gold, "-d", "complex-tr")
+    latin1_gold = tmp_path / "gold.json"
+    latin1_gold.write_bytes('{"reference": {"a": "caf\u00e9"}}'.encode("latin-1"))
+    assert "not UTF-8 text" in _one_error_line(pred, latin1_gold, "-d", "hybridqa")
 
 
 def test_missing_and_malformed_prediction_files(data_dir: Path, tmp_path: Path) -> None:
@@ -177,6 +241,18 @@ def test_read_predictions_errors(tmp_path: Path) -> None:
     no_id = _jsonl(tmp_path / "noid.jsonl", [{"prediction": "a"}, {"prediction": "b"}])
     with pytest.raises(FormatError, match=r"noid\.jsonl:1: prediction record has no id"):
         read_predictions(no_id)
+
+
+def test_read_predictions_never_leaks_a_decoding_error(tmp_path: Path) -> None:
+    latin1 = tmp_path / "p.json"
+    latin1.write_bytes(b'{"a": "caf\xe9"}')
+    with pytest.raises(FormatError, match=r"p\.json: not UTF-8 text .*re-encode the file as UTF-8") as info:
+        read_predictions(latin1)
+    assert isinstance(info.value.__cause__, UnicodeDecodeError)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(FormatError, match="nested too deeply"):
+        read_predictions(deep)
 
 
 def test_read_predictions_reports_where_a_json_document_breaks(tmp_path: Path) -> None:

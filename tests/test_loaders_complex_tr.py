@@ -9,7 +9,7 @@ import pytest
 
 from odqa.datasets import load_complex_tr, parse_complex_tr_id, to_fid, write_examples_fid
 from odqa.errors import FormatError
-from odqa.io import read_fid
+from odqa.io import example_to_fid, read_fid
 
 
 @pytest.mark.parametrize(
@@ -89,6 +89,54 @@ def test_bad_squad_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"data": [{"qas": []}]}, indent=1), encoding="utf-8")
     with pytest.raises(FormatError, match=r"expected data\[\].paragraphs\[\].qas\[\]"):
         list(load_complex_tr(path))
+
+
+def test_to_fid_is_the_record_refine_writes(data_dir: Path) -> None:
+    example = next(load_complex_tr(data_dir / "complex_tr" / "odqa.jsonl"))
+    for key in ("ctxs", "passages"):
+        record = to_fid(example, ctx_key=key)  # type: ignore[arg-type]
+        envelope = example_to_fid(example, [], ctx_key=key)  # type: ignore[arg-type]
+        assert list(record) == list(envelope) and {k: v for k, v in record.items() if k != key} == {
+            k: v for k, v in envelope.items() if k != key}
+        assert record[key] == [{"id": d.id, "title": d.title, "text": d.text} for d in example.ctxs or ()]
+    bare = next(load_complex_tr(data_dir / "complex_tr" / "reasonqa.jsonl"))
+    assert to_fid(bare) == example_to_fid(bare, []) | {"ctxs": [{"id": f"{bare.id}:context", "title": "",
+                                                                   "text": bare.ctxs[0].text}]}  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("squad", "message"),
+    [
+        ({"data": [{"paragraphs": [{"qas": "abc"}]}]}, r"data\[0\]\.paragraphs\[0\]\.qas is a JSON str, not a list"),
+        ({"data": [{"paragraphs": [{"qas": [1]}]}]}, r"data\[0\]\.paragraphs\[0\]\.qas\[0\] is a JSON int, expected a "
+                                                      "question object"),
+        ({"data": 5}, r"data is a JSON int, not a list; expected data\[\]\.paragraphs\[\]\.qas\[\]"),
+        ({"data": ["x"]}, r"data\[0\] is a JSON str, not an object"),
+    ],
+)
+def test_squad_files_of_the_wrong_shape(tmp_path: Path, squad: dict[str, object], message: str) -> None:
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad, indent=1), encoding="utf-8")
+    with pytest.raises(FormatError, match=message):
+        list(load_complex_tr(path))
+
+
+def test_one_line_json_array_and_unreadable_files(tmp_path: Path) -> None:
+    record = {"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": ["a"]}}
+    path = tmp_path / "one_line.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    assert [e.id for e in load_complex_tr(path)] == ["L2_Q1_P1_1"]
+    path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(FormatError, match="expected a list of JSON objects, found int"):
+        list(load_complex_tr(path))
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes(b'{"id": "L2_Q1_P1_1", "question": "caf\xe9"}\n')
+    with pytest.raises(FormatError, match="not UTF-8 text"):
+        list(load_complex_tr(latin1))
+    squad = tmp_path / "squad.json"
+    squad.write_bytes(b'{\n "data": [{"title": "caf\xe9"}]}\n')
+    with pytest.raises(FormatError, match="not UTF-8 text"):
+        list(load_complex_tr(squad))
 
 
 def test_write_fid_round_trip(data_dir: Path, tmp_path: Path) -> None:

@@ -70,6 +70,25 @@ def test_lived_longer_record_needs_four_extractions(tmp_path: Path, data_dir: Pa
         list(load_hieradate(path))
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ans_reason_1": "82 years"}, r"ans_reason_1 is '82 years'; a lived-longer record's numerical probes"),
+        ({"ans_reason_2": {"year": 1, "month": 2}}, r"ans_reason_2 is .*are ages \{\"year\""),
+        ({"ques_extract_1": ["?"]}, "probe questions must be strings; ques_extract_1 is not"),
+    ],
+)
+def test_lived_longer_probes_of_the_wrong_type(
+    tmp_path: Path, data_dir: Path, change: dict[str, object], message: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_record(data_dir, 1)) + "\n" + json.dumps(_record(data_dir, 0) | change) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(FormatError, match=message) as info:
+        list(load_hieradate(path))
+    assert info.value.line == 2
+
+
 def test_bad_paragraph(tmp_path: Path, data_dir: Path) -> None:
     record = _record(data_dir, 1) | {"context": [["Title", "not a sentence list"]]}
     path = tmp_path / "bad.jsonl"

@@ -34,6 +34,8 @@ def test_slice(data_dir: Path) -> None:
         ({"derivations": [["a", "b", "c"]]}, r"derivation step \['a', 'b', 'c'\] is not"),
         ({"derivations": "a"}, "derivations must be a list"),
         ({"answer": None}, "question and answer must be strings"),
+        ({"page_ids": 5}, "page_ids must be a list of page ids, got int 5"),
+        ({"type": ["comparison"]}, r"type must be a string \(compositional or comparison\)"),
     ],
 )
 def test_records_that_do_not_fit(

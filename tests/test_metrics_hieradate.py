@@ -29,6 +29,8 @@ def test_age_scores_compare_year_month_day_as_numbers() -> None:
     assert age_scores("82 years, 10 months, 12 days", gold) == (0.0, 0.0, 0.0, 0.0)
     with pytest.raises(InputError, match="missing day"):
         age_scores({"year": 82, "month": 10}, gold)
+    with pytest.raises(InputError, match=r'gold age must be an age \{"year", "month", "day"\}, got int'):
+        age_scores(gold, 82)  # type: ignore[arg-type]
 
 
 @pytest.fixture()

@@ -55,3 +55,20 @@ def test_a_reference_of_another_shape_is_rejected(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"answers": {}}), encoding="utf-8")
     with pytest.raises(FormatError, match=r'expected \{"reference"'):
         read_reference(bad)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"reference": {"a": "caf\xe9"}}', "not UTF-8 text"),
+        (b"[1]", r"item 0 is not a question with 'question_id' and 'answer-text' \(got 1\)"),
+        (b'"reference"', r'got a JSON str; expected \{"reference"'),
+        (b'{"reference": {}', r'malformed JSON .*; expected \{"reference"'),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_unreadable_references(tmp_path: Path, content: bytes, message: str) -> None:
+    bad = tmp_path / "ref.json"
+    bad.write_bytes(content)
+    with pytest.raises(FormatError, match=message):
+        read_reference(bad)

@@ -12,6 +12,7 @@ from odqa.cli._app import app, console, guarded
 from odqa.config import write_resolved
 from odqa.errors import ConfigError
 from odqa.evaluate.report import to_table, write_json
+from odqa.evaluate.retrieval import DEFAULT_KS
 from odqa.evaluate.run import DATASETS, EvalConfig, run_eval
 
 __all__ = ["eval_command"]
@@ -25,7 +26,7 @@ DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help=f"One of: {', '
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Also write the metrics as JSON here.")]
 OfficialOpt = Annotated[bool, typer.Option(
     "--official-split", help="Complex-TR: split and lowercase answers as the official script does.")]
-KOpt = Annotated[str, typer.Option("--k", help="Cut-offs for retrieval recall@k.")]
+KOpt = Annotated[str, typer.Option("--k", help="Cut-offs for retrieval recall@k: comma-separated positive integers.")]
 FlagsOpt = Annotated[bool, typer.Option(
     "--use-file-flags", help="Retrieval: take the file's has_answer flags instead of recomputing them.")]
 MissingOpt = Annotated[bool, typer.Option(
@@ -37,10 +38,14 @@ SynonymOpt = Annotated[Path | None, typer.Option(
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
+    valid = f"--k must be comma-separated positive integers (recall@k cut-offs, e.g. {','.join(map(str, DEFAULT_KS))})"
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError as exc:
-        raise ConfigError(f"--k must be comma-separated integers (e.g. 1,5,10,20,100), got {text!r}") from exc
+        raise ConfigError(f"{valid}, got {text!r}") from exc
+    if not ks or any(k < 1 for k in ks):
+        raise ConfigError(f"{valid}, got {text!r}")
+    return ks
 
 
 @app.command("eval")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from odqa.errors import FormatError
-from odqa.io import open_text, read_json_or_jsonl
+from odqa.io import open_text, read_json_or_jsonl, reading
 from odqa.records import Document, Example
 
 __all__ = ["load_complex_tr", "parse_complex_tr_id"]
@@ -93,34 +93,54 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     return Example(id=qid, question=question, answers=tuple(answers), ctxs=ctxs, meta=meta)
 
 
+_SQUAD = 'expected data[].paragraphs[].qas[] ({"data": [{"paragraphs": [{"qas": [{"id", "answers"}]}]}]})'
+
+
+def _field(obj: Any, key: str, where: str, path: Path) -> list[Any]:
+    """``obj[key]`` as a list, or a FormatError naming the place (``where``, empty for the whole file)."""
+    if not isinstance(obj, Mapping):
+        raise FormatError(f"not a SQuAD-style file: {where or 'the file'} is a JSON {type(obj).__name__}, not an "
+                          f"object; {_SQUAD}", path=path)
+    value = obj.get(key)
+    if not isinstance(value, list):
+        got = "missing" if value is None else f"a JSON {type(value).__name__}"
+        raise FormatError(f"not a SQuAD-style file: {where + '.' if where else ''}{key} is {got}, not a list; "
+                          f"{_SQUAD}", path=path)
+    return value
+
+
 def _squad_records(data: Any, path: Path) -> Iterator[Mapping[str, Any]]:
-    try:
-        for article in data["data"]:
-            for paragraph in article["paragraphs"]:
-                yield from paragraph["qas"]
-    except (KeyError, TypeError) as exc:
-        raise FormatError(
-            f"not a SQuAD-style file: expected data[].paragraphs[].qas[] (missing or bad {exc})", path=path
-        ) from exc
+    for i, article in enumerate(_field(data, "data", "", path)):
+        for j, paragraph in enumerate(_field(article, "paragraphs", f"data[{i}]", path)):
+            where = f"data[{i}].paragraphs[{j}]"
+            for k, qa in enumerate(_field(paragraph, "qas", where, path)):
+                if not isinstance(qa, Mapping):
+                    raise FormatError(f"{where}.qas[{k}] is a JSON {type(qa).__name__}, expected a question object "
+                                      "{id, question, answers: {text: [...]}}", path=path)
+                yield qa
 
 
 def _whole_file_object(path: Path) -> Any:
     """The file as one JSON value when it is not JSON Lines (a SQuAD-style file); ``None`` otherwise."""
-    with open_text(path) as fh:
+    with open_text(path) as fh, reading(path):
         first = next((line for line in fh if line.strip()), "")
     try:
         obj = json.loads(first)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         obj = None
-    if isinstance(obj, dict) and "data" not in obj:
-        return None  # JSON Lines records
-    if obj is None and not first.lstrip().startswith("{"):
-        return None  # a JSON array (or garbage) for read_json_or_jsonl to report
-    with open_text(path) as fh:
+    if isinstance(obj, dict):
+        if "data" not in obj:
+            return None  # JSON Lines records
+    elif obj is not None or not first.lstrip().startswith("{"):
+        return None  # a JSON array, a scalar or garbage: read_json_or_jsonl reads or reports it
+    with open_text(path) as fh, reading(path):
         try:
             return json.load(fh)
         except json.JSONDecodeError as exc:
-            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno}); expected Complex-TR records (JSON "
+                              "Lines or a JSON array) or a SQuAD-style file", path=path) from exc
+        except RecursionError as exc:
+            raise FormatError("JSON nested too deeply to read", path=path) from exc
 
 
 def load_complex_tr(path: str | Path) -> Iterator[Example]:

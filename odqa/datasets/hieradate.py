@@ -50,6 +50,10 @@ def _required(lived_longer: bool) -> list[str]:
     return [f"{side}_{key}" for key in [*keys, "robust"] for side in ("ques", "ans")]
 
 
+def _is_age(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(part in value for part in ("year", "month", "day"))
+
+
 def _paragraphs(raw: Any, qid: str) -> tuple[Document, ...]:
     docs = []
     for i, para in enumerate(raw):
@@ -78,6 +82,16 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
         case = "lived-longer (4 extraction, 3 reasoning)" if lived_longer else "date (2 + 2)"
         raise FormatError(f"HieraDate record {qid!r} ({case} probes) lacks {', '.join(missing)}",
                           path=path, line=line)
+    questions = [k for k in _required(lived_longer) if k.startswith("ques_") and not isinstance(obj[k], str)]
+    if questions:
+        raise FormatError(f"HieraDate record {qid!r}: probe questions must be strings; {', '.join(questions)} "
+                          "is not", path=path, line=line)
+    if lived_longer:
+        ages = [k for k in ("ans_reason_1", "ans_reason_2") if not _is_age(obj[k])]
+        if ages:
+            raise FormatError(f"HieraDate record {qid!r}: {ages[0]} is {obj[ages[0]]!r}; a lived-longer record's "
+                              'numerical probes are ages {"year": ..., "month": ..., "day": ...}', path=path,
+                              line=line)
     try:
         ctxs = _paragraphs(context, str(qid))
     except ValueError as exc:

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from odqa.errors import FormatError, InputError
-from odqa.io import read_json_or_jsonl
+from odqa.io import open_text, read_json_or_jsonl, reading
 from odqa.records import Document, Example, Passage
 
 __all__ = [
@@ -86,7 +86,11 @@ def load_table(tables_dir: str | Path, table_id: str) -> Table:
     raw = _read_json(table_path)
     passages = _read_json(request_path) if request_path.is_file() else {}
     if not isinstance(passages, dict) or not all(isinstance(v, str) for v in passages.values()):
-        raise FormatError("expected an object {link: passage text}", path=request_path)
+        raise FormatError(f"expected an object {{link: passage text}}, got a JSON {type(passages).__name__}",
+                          path=request_path)
+    if not isinstance(raw, dict):
+        raise FormatError(f"not a HybridQA table: got a JSON {type(raw).__name__}; expected an object with url, "
+                          "title, header and data (cells as [text, [link, ...]])", path=table_path)
     try:
         header = tuple(_cell(h).text for h in raw["header"])
         rows = tuple(tuple(_cell(c) for c in row) for row in raw["data"])
@@ -103,10 +107,13 @@ def load_table(tables_dir: str | Path, table_id: str) -> Table:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+    with open_text(path) as fh, reading(path):
+        try:
+            return json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+        except RecursionError as exc:
+            raise FormatError("JSON nested too deeply to read", path=path) from exc
 
 
 def _cell(raw: Any) -> Cell:
@@ -151,6 +158,9 @@ def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Exa
         except KeyError as exc:
             raise FormatError(f"not a HybridQA question: missing {exc}; expected question_id, question, "
                               "table_id and, with gold, answer-text", path=path, line=line) from exc
+        if not isinstance(table_id, str) or not table_id:
+            raise FormatError(f"HybridQA question {qid!r}: table_id must be the name of a table file (a string), "
+                              f"got {table_id!r}", path=path, line=line)
         if table_id not in tables:
             tables[table_id] = load_table(tables_dir, table_id)
         table = tables[table_id]

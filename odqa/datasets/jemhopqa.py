@@ -51,11 +51,18 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
         derivations = _derivations(obj["derivations"])
     except ValueError as exc:
         raise FormatError(f"JEMHopQA record {qid!r}: {exc}", path=path, line=line) from exc
+    page_ids = obj.get("page_ids") or []
+    if not isinstance(page_ids, list):
+        raise FormatError(f"JEMHopQA record {qid!r}: page_ids must be a list of page ids, got "
+                          f"{type(page_ids).__name__} {page_ids!r}", path=path, line=line)
+    if not isinstance(obj["type"], str):
+        raise FormatError(f"JEMHopQA record {qid!r}: type must be a string (compositional or comparison), got "
+                          f"{obj['type']!r}", path=path, line=line)
     meta = {
         "dataset": "jemhopqa",
         "type": obj["type"],
         "derivations": derivations,
-        "page_ids": list(obj.get("page_ids") or []),
+        "page_ids": list(page_ids),
         "time_dependent": bool(obj.get("time_dependent", False)),
     }
     return Example(id=qid, question=obj["question"], answers=(obj["answer"],), meta=meta)

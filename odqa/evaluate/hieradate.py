@@ -59,7 +59,10 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _age_tokens(value: Mapping[str, Any], what: str) -> list[str]:
+def _age_tokens(value: object, what: str) -> list[str]:
+    if not isinstance(value, Mapping):
+        raise InputError(f'{what} must be an age {{"year", "month", "day"}}, got {type(value).__name__} '
+                         f"{str(value)[:40]!r}")
     missing = [p for p in _AGE_PARTS if p not in value]
     if missing:
         raise InputError(f"{what} must have the keys year, month, day; missing {', '.join(missing)}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from odqa.errors import FormatError
 from odqa.evaluate._common import answer_string, check_missing, mean
 from odqa.evaluate.answers import exact_match, token_f1
-from odqa.io import open_text
+from odqa.io import open_text, reading
 
 __all__ = ["HybridQAReference", "evaluate_hybridqa", "read_reference"]
 
@@ -34,16 +34,21 @@ class HybridQAReference:
 def read_reference(path: str | Path) -> HybridQAReference:
     """Read a ``dev_reference.json``-style file, or a question file (``[{"question_id", "answer-text"}]``,
     without the table/passage split); any other shape is a :class:`FormatError` saying what is expected."""
-    with open_text(path) as fh:
+    expected = ('expected {"reference": {qid: answer}, "table": [qids], "passage": [qids]} (the official '
+                'dev_reference.json) or a question file [{"question_id", "answer-text", ...}]')
+    with open_text(path) as fh, reading(path):
         try:
             data = json.load(fh)
         except json.JSONDecodeError as exc:
-            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno}); {expected}", path=path) from exc
+        except RecursionError as exc:
+            raise FormatError(f"JSON nested too deeply to read; {expected}", path=path) from exc
     if isinstance(data, list):
         return _from_questions(data, path)
-    expected = 'expected {"reference": {qid: answer}, "table": [qids], "passage": [qids]}'
-    if not isinstance(data, dict) or not isinstance(data.get("reference"), dict):
-        raise FormatError(expected, path=path)
+    if not isinstance(data, dict):
+        raise FormatError(f"got a JSON {type(data).__name__}; {expected}", path=path)
+    if not isinstance(data.get("reference"), dict):
+        raise FormatError(f"no 'reference' object (keys: {sorted(data)[:10]}); {expected}", path=path)
     table, passage = data.get("table", []), data.get("passage", [])
     if not isinstance(table, list) or not isinstance(passage, list):
         raise FormatError(expected + "; 'table' and 'passage' must be lists", path=path)
@@ -61,7 +66,9 @@ def _from_questions(items: list[object], path: str | Path) -> HybridQAReference:
     answers: dict[str, str] = {}
     for i, item in enumerate(items):
         if not isinstance(item, dict) or "question_id" not in item or "answer-text" not in item:
-            raise FormatError(f"item {i} is not a question with 'question_id' and 'answer-text'", path=path)
+            raise FormatError(f"item {i} is not a question with 'question_id' and 'answer-text' (got "
+                              f"{json.dumps(item)[:60]}); give HybridQA's dev_reference.json, or its dev.json "
+                              "with answer-text", path=path)
         answers[str(item["question_id"])] = str(item["answer-text"])
     return HybridQAReference(answers=answers, table=(), passage=())
 

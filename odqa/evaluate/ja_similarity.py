@@ -78,7 +78,11 @@ def _synonym_finder(user_dic: Path | None) -> Any:
     if user_dic is not None:
         if not user_dic.is_file():
             raise InputError(f"{user_dic}: no such synonym dictionary (the JEMHopQA repository's user.dic)")
-        finder.add_dictionary(dictionarylib.Dictionary(str(user_dic)))
+        try:
+            finder.add_dictionary(dictionarylib.Dictionary(str(user_dic)))
+        except Exception as exc:  # chikkarpy raises its own (and plain struct/OS) errors for a bad dictionary
+            raise InputError(f"{user_dic}: not a chikkarpy synonym dictionary ({exc}); give the JEMHopQA "
+                             "repository's user.dic") from exc
     finder.enable_verb()
     return finder
 

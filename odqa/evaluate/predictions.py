@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from odqa.errors import FormatError, InputError
-from odqa.io import open_text, read_jsonl
+from odqa.io import open_text, read_jsonl, reading
 
 __all__ = ["read_predictions"]
 
 _ID_KEYS = ("id", "_id", "question_id", "qid")
 _VALUE_KEYS = ("prediction", "pred", "prediction_text")
+_SHAPES = ('accepted: JSON Lines of {"id": ..., "prediction": ...}, a JSON object {id: answer}, or the '
+           "dataset's official prediction format (see docs/metrics.md)")
 
 
 def _record_value(obj: Mapping[str, Any], path: Path, line: int | None) -> tuple[str, object]:
@@ -40,9 +42,11 @@ def _record_value(obj: Mapping[str, Any], path: Path, line: int | None) -> tuple
 
 def _from_records(records: Iterable[tuple[int | None, Any]], path: Path) -> dict[str, object]:
     out: dict[str, object] = {}
-    for line, obj in records:
+    for index, (line, obj) in enumerate(records):
         if not isinstance(obj, dict):
-            raise FormatError(f"expected a prediction object, got {type(obj).__name__}", path=path, line=line)
+            where = "" if line is not None else f"item {index} of the JSON array "
+            raise FormatError(f"{where}is {type(obj).__name__} {json.dumps(obj)[:40]}, expected a prediction object "
+                              f"with an id; {_SHAPES}", path=path, line=line)
         qid, value = _record_value(obj, path, line)
         if qid in out:
             raise FormatError(f"duplicate prediction for {qid!r}", path=path, line=line)
@@ -73,16 +77,18 @@ def _first_line_is_object(text: str) -> bool:
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
         return isinstance(json.loads(first), dict)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
 def read_predictions(path: str | Path) -> dict[str, object]:
     """``{question id: prediction}`` from any accepted shape; a bad file raises with its line number."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a prediction file; give the file your reader wrote")
     if not path.is_file():
         raise InputError(f"{path}: no such prediction file; give the file your reader wrote")
-    with open_text(path) as fh:
+    with open_text(path) as fh, reading(path):
         text = fh.read()
     if not text.strip():
         raise InputError(f"{path}: the prediction file is empty")
@@ -91,9 +97,12 @@ def read_predictions(path: str | Path) -> dict[str, object]:
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" or _first_line_is_object(text):
             return _from_records(read_jsonl(path), path)  # JSON Lines; a bad line is reported by number
-        raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno} column {exc.colno})", path=path) from exc
+        raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); {_SHAPES}",
+                          path=path) from exc
+    except RecursionError as exc:
+        raise FormatError(f"JSON nested too deeply to read; {_SHAPES}", path=path) from exc
     if isinstance(data, list):
         return _from_records(((None, item) for item in data), path)
     if isinstance(data, dict):
         return _from_object(data, path)
-    raise FormatError(f"expected JSON Lines, a JSON array or an object, got {type(data).__name__}", path=path)
+    raise FormatError(f"got a JSON {type(data).__name__}; {_SHAPES}", path=path)

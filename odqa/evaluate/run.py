@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, get_args
 
-from odqa.errors import ConfigError
+from odqa.errors import ConfigError, InputError
 from odqa.evaluate.retrieval import DEFAULT_KS
+from odqa.records import Example
 
 __all__ = ["DATASETS", "Dataset", "EvalConfig", "run_eval"]
 
@@ -34,13 +37,30 @@ class EvalConfig:
         if self.gold is None and self.dataset != "fid":
             raise ConfigError(f"--dataset {self.dataset} needs a GOLD file after the PRED file")
         if not self.ks or any(k < 1 for k in self.ks):
-            raise ConfigError(f"k values must be positive integers, got {list(self.ks)}")
+            raise ConfigError(f"k values must be positive integers (recall@k cut-offs such as "
+                              f"{','.join(map(str, DEFAULT_KS))}), got {list(self.ks)}")
         if self.official_split and self.dataset != "complex-tr":
             raise ConfigError("--official-split applies to --dataset complex-tr only")
         if self.use_file_flags and not (self.dataset == "fid" and self.gold is None):
             raise ConfigError("--use-file-flags applies to retrieval recall (--dataset fid, one file) only")
         if self.sudachi_dict not in (None, "full", "core"):
             raise ConfigError(f"sudachi dictionary {self.sudachi_dict!r} is not valid; choose full or core")
+
+
+def _check_file(path: str, what: str) -> None:
+    """A missing path or a folder, said before any reader opens it; ``what`` names the file expected."""
+    where = Path(path)
+    if where.is_dir():
+        raise InputError(f"{path} is a folder, not a file; give {what}")
+    if not where.exists():
+        raise InputError(f"{path}: no such file; give {what}")
+
+
+def _gold_examples(examples: Iterable[Example], path: str, dataset: str) -> list[Example]:
+    golds = list(examples)
+    if not golds:
+        raise InputError(f"{path}: the gold file holds no questions; give the {dataset} gold file")
+    return golds
 
 
 def run_eval(config: EvalConfig) -> dict[str, object]:
@@ -51,33 +71,40 @@ def run_eval(config: EvalConfig) -> dict[str, object]:
     if config.gold is None:
         from odqa.evaluate.retrieval import evaluate_retrieval
 
+        _check_file(config.predictions, "the FiD file (JSON Lines with ctxs) whose passages are scored")
         return evaluate_retrieval(read_fid(config.predictions), config.ks, use_flags=config.use_file_flags)
+    gold, skip, name = config.gold, config.ignore_missing, config.dataset
+    _check_file(gold, f"the {name} gold file itself (GOLD, after PRED)")
     predictions = read_predictions(config.predictions)
-    gold, skip = config.gold, config.ignore_missing
     if config.dataset == "complex-tr":
         from odqa.datasets.complex_tr import load_complex_tr
         from odqa.evaluate.complex_tr import evaluate_complex_tr
 
-        examples = load_complex_tr(gold)
+        examples = _gold_examples(load_complex_tr(gold), gold, name)
         return evaluate_complex_tr(examples, predictions, official=config.official_split, ignore_missing=skip)
     if config.dataset == "hieradate":
         from odqa.datasets.hieradate import load_hieradate
         from odqa.evaluate.hieradate import evaluate_hieradate
 
-        return evaluate_hieradate(load_hieradate(gold), predictions, ignore_missing=skip)
+        return evaluate_hieradate(_gold_examples(load_hieradate(gold), gold, name), predictions,
+                                  ignore_missing=skip)
     if config.dataset == "jemhopqa":
         from odqa.datasets.jemhopqa import load_jemhopqa
         from odqa.evaluate.ja_similarity import TokenSimilarity
         from odqa.evaluate.jemhopqa import evaluate_jemhopqa
 
+        examples = _gold_examples(load_jemhopqa(gold), gold, name)
         similarity = TokenSimilarity(dictionary=config.sudachi_dict, user_dic=config.synonym_dic)
-        return evaluate_jemhopqa(load_jemhopqa(gold), predictions, similarity=similarity, ignore_missing=skip)
+        return evaluate_jemhopqa(examples, predictions, similarity=similarity, ignore_missing=skip)
     if config.dataset == "hybridqa":
         from odqa.evaluate.hybridqa import evaluate_hybridqa, read_reference
 
-        return evaluate_hybridqa(read_reference(gold), predictions, ignore_missing=skip)
+        reference = read_reference(gold)
+        if not reference.answers:
+            raise InputError(f"{gold}: the gold file holds no questions; give the hybridqa reference file")
+        return evaluate_hybridqa(reference, predictions, ignore_missing=skip)
     from odqa.datasets.timeqa import load_timeqa
     from odqa.evaluate.timeqa import evaluate_answers
 
-    examples = load_timeqa(gold) if config.dataset == "timeqa" else read_fid(gold)
+    examples = _gold_examples(load_timeqa(gold) if name == "timeqa" else read_fid(gold), gold, name)
     return evaluate_answers(examples, predictions, ignore_missing=skip)
