@@ -97,6 +97,8 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise FormatError(f"malformed JSON ({exc.msg}, column {exc.colno})", path=path, line=number) from exc
+        except RecursionError as exc:
+            raise FormatError("JSON nested too deeply to read", path=path, line=number) from exc
         if not isinstance(obj, dict):
             raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=number)
         yield number, obj
@@ -116,6 +118,8 @@ def read_json_or_jsonl(path: str | Path) -> Iterator[tuple[int | None, dict[str,
             data = json.load(fh)
         except json.JSONDecodeError as exc:
             raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
+        except RecursionError as exc:
+            raise FormatError("JSON nested too deeply to read", path=path) from exc
     for item in data:
         if not isinstance(item, dict):
             raise FormatError(f"expected a list of JSON objects, found {type(item).__name__}", path=path)

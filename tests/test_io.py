@@ -124,3 +124,14 @@ def test_atomic_write_gives_normal_permissions_and_typed_errors(tmp_path: Path) 
     (tmp_path / "file").write_text("x")
     with pytest.raises(OutputError, match="cannot write"):
         write_jsonl(tmp_path / "file" / "out.jsonl", [{"a": 1}])
+
+
+def test_absurdly_nested_json_is_a_format_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FormatError, match="nested too deeply"):
+        list(read_fid(deep))
+    deep_line = tmp_path / "deep.jsonl"
+    deep_line.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(FormatError, match=r"deep\.jsonl:1: JSON nested too deeply"):
+        list(read_jsonl(deep_line))
