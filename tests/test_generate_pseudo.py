@@ -190,5 +190,16 @@ def test_name_pools_are_distinct_and_large_enough() -> None:
         assert len(pool) == len(set(pool)) >= 20
     rng = random.Random(0)
     assert len(set(sample_names("person", 500, rng))) == 500
-    with pytest.raises(ValueError, match="built-in list has"):
+    with pytest.raises(InputError, match="country name pool has only"):
         sample_names("country", 1000, rng)
+
+
+def test_subject_with_more_entities_than_the_name_pool_is_an_input_error() -> None:
+    pool = len(fictional_pool("award"))
+    with pytest.raises(InputError, match=rf"subject 'Hans Kramers' has {pool + 1} distinct award entities.*"
+                                         rf"pool has only {pool}; split that subject's facts"):
+        sample_names("award", pool + 1, random.Random(0), subject="Hans Kramers")
+    facts = [TemporalFact("Hans Kramers", "P166", f"Award {i}", 1900 * 12 + i, 1900 * 12 + i)
+             for i in range(pool + 1)]
+    with pytest.raises(InputError, match=rf"{pool + 1} distinct award entities.*pool has only {pool}"):
+        list(pseudo_instruction_data(facts, PseudoConfig(n=1, seed=0)))

@@ -25,30 +25,46 @@ def document_id(url: str) -> str:
     return "web:" + hashlib.sha1(url.encode("utf-8")).hexdigest()[:16]
 
 
+_BATCH = 64  # questions read per store visit: bounds memory, and no connection stays open between yields
+
+
 def iter_examples(run_dir: str | Path) -> Iterator[Example]:
     """One Example per question, in input order, with its extracted pages as ``ctxs`` (Wikipedia first, then
     by rank).
 
-    A page that several lookups of one question returned appears once. Failed pages are left out.
+    A page that several lookups of one question returned appears once. Failed pages are left out. Questions
+    are read in small batches, each with its own short-lived read-only connection, so a consumer that stops
+    early (or never closes the iterator) holds no open store.
     """
-    with CrawlStore(Path(run_dir) / STORE_NAME, readonly=True) as store:
-        for example, _record in list(store.examples()):
-            docs: list[Document] = []
-            seen: set[str] = set()
-            for source, result, page in store.documents(example.id):
-                if page.url in seen:
-                    continue
-                seen.add(page.url)
-                docs.append(
-                    Document(
-                        id=document_id(page.url),
-                        title=page.title or result.title,
-                        text=page.text or "",
-                        url=page.final_url or page.url,
-                        meta={"source": source, "rank": result.rank, "date": page.date},
-                    )
-                )
-            yield replace(example, ctxs=tuple(docs))
+    path = Path(run_dir) / STORE_NAME
+    after = -1
+    while True:
+        with CrawlStore(path, readonly=True) as store:
+            batch = [(at, _with_documents(store, example)) for at, example in store.examples_after(after, _BATCH)]
+        if not batch:
+            return
+        after = batch[-1][0]
+        for _at, example in batch:
+            yield example
+
+
+def _with_documents(store: CrawlStore, example: Example) -> Example:
+    docs: list[Document] = []
+    seen: set[str] = set()
+    for source, result, page in store.documents(example.id):
+        if page.url in seen:
+            continue
+        seen.add(page.url)
+        docs.append(
+            Document(
+                id=document_id(page.url),
+                title=page.title or result.title,
+                text=page.text or "",
+                url=page.final_url or page.url,
+                meta={"source": source, "rank": result.rank, "date": page.date},
+            )
+        )
+    return replace(example, ctxs=tuple(docs))
 
 
 def _row(example: Example) -> dict[str, Any]:

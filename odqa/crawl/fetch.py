@@ -27,6 +27,7 @@ from odqa._optional import require
 from odqa.crawl.config import CrawlConfig
 from odqa.crawl.robots import RobotsCache
 from odqa.crawl.safety import AddressPolicy, BlockedAddressError, PerHostTransport
+from odqa.errors import CrawlError
 from odqa.records import Page
 
 __all__ = ["FetchFailure", "Fetched", "Fetcher", "decode_html"]
@@ -38,8 +39,11 @@ RETRYABLE = frozenset({429, 500, 502, 503, 504})
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
-class FetchFailure(Exception):
-    """Why one request failed, as a short reason (``timeout``, ``http_503``) plus a human detail."""
+class FetchFailure(CrawlError):
+    """Why one request failed, as a short reason (``timeout``, ``http_503``) plus a human detail.
+
+    The crawl records it as the page's (or lookup's) outcome; it only reaches a caller of :class:`Fetcher`.
+    """
 
     def __init__(
         self,
@@ -148,12 +152,18 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _codec(name: str | None) -> str | None:
+    """The canonical name of the text encoding ``name``, or None when unknown or not a text encoding.
+
+    ``codecs.lookup`` also knows bytes-to-bytes and str-to-str codecs (``base64``, ``hex``, ``zlib``,
+    ``rot13``) that ``bytes.decode`` refuses with :class:`LookupError`: a page declaring one is detected.
+    """
     if not name:
         return None
     try:
-        return codecs.lookup(name.strip().strip("\"'")).name
+        info = codecs.lookup(name.strip().strip("\"'"))
     except LookupError:
         return None
+    return info.name if getattr(info, "_is_text_encoding", True) else None
 
 
 def decode_html(body: bytes, content_type_header: str | None) -> str:
@@ -173,6 +183,8 @@ def decode_html(body: bytes, content_type_header: str | None) -> str:
             return body.decode(declared)
         except UnicodeDecodeError:
             pass  # declared wrongly, or the body is damaged: detect below
+        except LookupError:  # not a text codec after all (``_codec`` should have caught it): detect below
+            declared = None
     best = require("charset_normalizer", "crawl").from_bytes(body).best()
     if best is not None:
         return str(best)

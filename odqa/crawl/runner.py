@@ -7,6 +7,7 @@ Whatever the store already holds is skipped, so rerunning after a crash or Ctrl-
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
@@ -25,11 +26,13 @@ from odqa.crawl.search import SearchProvider, make_provider
 from odqa.crawl.sources import DumpArticle, html_files_for, read_dump, read_html_file
 from odqa.crawl.store import STORE_NAME, CrawlStore, PageRow, ResultRow, Summary, normalise_url, split_reason
 from odqa.crawl.wikipedia import Wikipedia, normalise_title
-from odqa.errors import CrawlError, FormatError, InputError
+from odqa.errors import CrawlError, FormatError, InputError, OdqaError
 from odqa.io import example_from_dict, read_json_or_jsonl
 from odqa.records import Example, Page
 
 __all__ = ["read_questions", "run_crawl"]
+
+log = logging.getLogger(__name__)
 
 
 def read_questions(path: str | Path) -> list[tuple[Example, dict[str, Any]]]:
@@ -105,7 +108,7 @@ async def _bounded(jobs: Iterable[Callable[[], Awaitable[None]]], limit: int) ->
         if len(running) >= limit:
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                task.result()  # an unexpected error (not a page failure, which is data) stops the run
+                task.result()  # a run-level error (jobs record their own item failures) stops the run
         running.add(asyncio.ensure_future(job()))
     for outcome in await asyncio.gather(*running, return_exceptions=True):
         if isinstance(outcome, BaseException):
@@ -161,6 +164,12 @@ class _Run:
                 results = await self._lookup(fetcher, example, source)
             except FetchFailure as failure:
                 results, error = [], str(failure)
+            except OdqaError:
+                raise  # a run-level problem, not this question's
+            except Exception as exc:  # a malformed answer must not abort the crawl: record why it failed
+                log.warning("%s lookup of %s failed unexpectedly: %s", source, example.id, type(exc).__name__,
+                            exc_info=True)
+                results, error = [], f"error: {type(exc).__name__}"
             self.store.save_lookup(example.id, source, results, error=error)
             self.progress.advance(task)
 
@@ -218,11 +227,21 @@ class _Run:
         self, fetcher: Fetcher, pool: ExtractorPool, url: str, robots: bool, task: TaskID
     ) -> Callable[[], Awaitable[None]]:
         async def job() -> None:
-            if url.startswith("file:"):
-                page = read_html_file(url, self.config.html_dir or "", self.config.max_bytes)
-            else:
-                page = await fetcher.fetch_page(url, check_robots=robots and self.config.robots)
-            self.store.save_page(await self._extract(pool, page))
+            try:
+                if url.startswith("file:"):
+                    page = read_html_file(url, self.config.html_dir or "", self.config.max_bytes)
+                else:
+                    page = await fetcher.fetch_page(url, check_robots=robots and self.config.robots)
+                row = await self._extract(pool, page)
+            except FetchFailure as failure:  # fetch_page returns these as a Page; kept in case one slips out
+                row = PageRow(url, "failed", reason=failure.reason, detail=failure.detail or None,
+                              http_status=failure.http_status)
+            except OdqaError:
+                raise  # a run-level problem (a missing extra, a bad option), not this page's
+            except Exception as exc:  # one hostile page must never abort the crawl: record why it failed
+                log.warning("page %s failed unexpectedly: %s: %s", url, type(exc).__name__, exc, exc_info=True)
+                row = PageRow(url, "failed", reason="error", detail=type(exc).__name__)
+            self.store.save_page(row)  # a store failure (disk full) does stop the run: nothing could be saved
             self.progress.advance(task)
 
         return job

@@ -17,19 +17,14 @@ import anyio
 import httpcore
 import httpx
 
-__all__ = [
-    "AddressPolicy",
-    "BlockedAddressError",
-    "GuardedBackend",
-    "PerHostTransport",
-    "guarded_transport",
-    "is_public",
-]
+from odqa.errors import CrawlError
+
+__all__ = ["AddressPolicy", "BlockedAddressError", "PerHostTransport", "is_public"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class BlockedAddressError(Exception):
+class BlockedAddressError(CrawlError):
     """A connection refused by the address policy; the fetcher records it as the page's reason."""
 
     def __init__(self, host: str, address: str) -> None:
@@ -79,7 +74,7 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
     return addresses
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
     """An httpcore network backend that resolves the host itself and connects only to permitted addresses."""
 
     def __init__(self, policy: AddressPolicy, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
@@ -126,10 +121,10 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def guarded_transport(
+def _guarded_transport(
     policy: AddressPolicy, *, max_connections: int, ssl_context: ssl.SSLContext | None = None
 ) -> httpx.AsyncHTTPTransport:
-    """An httpx transport whose every new connection goes through :class:`GuardedBackend`.
+    """An httpx transport whose every new connection goes through :class:`_GuardedBackend`.
 
     Environment proxies are ignored (``trust_env=False``): through a proxy the check could not see the real
     destination. httpx has no public hook for the network backend, so its connection pool is replaced.
@@ -140,7 +135,7 @@ def guarded_transport(
         ssl_context=context,
         max_connections=max_connections,
         max_keepalive_connections=max_connections,
-        network_backend=GuardedBackend(policy),
+        network_backend=_GuardedBackend(policy),
     )
     return transport
 
@@ -165,7 +160,7 @@ class PerHostTransport(httpx.AsyncBaseTransport):
         key = (request.url.raw_scheme, request.url.raw_host, request.url.port)
         pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[key] = guarded_transport(
+            pool = self._pools[key] = _guarded_transport(
                 self._policy, max_connections=self._per_host, ssl_context=self._ssl_context
             )
             await self._evict()

@@ -66,6 +66,11 @@ def _results(items: list[Mapping[str, Any]], url: str, title: str, snippet: str)
     ]
 
 
+def _one_request(endpoint: str, query: str, count: int, headers: Mapping[str, str]) -> Iterator[ApiRequest]:
+    """The single ``?q=...&count=...`` request of an API that returns all wanted results at once."""
+    return iter((ApiRequest(endpoint, {"q": query, "count": count}, headers),))
+
+
 @dataclass(frozen=True)
 class GoogleSearch:
     """Google Custom Search JSON API: ``cx`` names the engine, at most 10 results a page (``start`` pages on).
@@ -98,10 +103,8 @@ class BraveSearch:
     name: str = "brave"
 
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
-        yield ApiRequest(
-            self.endpoint,
-            {"q": query, "count": min(top, 20)},
-            {"X-Subscription-Token": self.key, "Accept": "application/json"},
+        return _one_request(
+            self.endpoint, query, min(top, 20), {"X-Subscription-Token": self.key, "Accept": "application/json"}
         )
 
     def parse(self, payload: Any) -> list[SearchResult]:
@@ -117,9 +120,7 @@ class BingSearch:
     name: str = "bing"
 
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
-        yield ApiRequest(
-            self.endpoint, {"q": query, "count": min(top, 50)}, {"Ocp-Apim-Subscription-Key": self.key}
-        )
+        return _one_request(self.endpoint, query, min(top, 50), {"Ocp-Apim-Subscription-Key": self.key})
 
     def parse(self, payload: Any) -> list[SearchResult]:
         return _results(_items(payload, "webPages", "value"), "url", "name", "snippet")

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS questions (
     position INTEGER NOT NULL,
     record TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS questions_by_position ON questions (position);
 CREATE TABLE IF NOT EXISTS lookups (
     question_id TEXT NOT NULL REFERENCES questions(id),
     source TEXT NOT NULL,
@@ -141,16 +142,23 @@ class CrawlStore:
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(self.path, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise CrawlError(f"{self.path}: not a usable crawl store ({exc}); use another --out folder") from exc
+        except OSError as exc:
+            raise CrawlError(f"{self.path.parent}: cannot create the run folder ({exc.strerror})") from exc
+        try:
+            if not readonly:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a killed process loses no commit
                 self._db.executescript(_SCHEMA)
             self._db.execute("PRAGMA busy_timeout=10000")
             self._check_version(readonly)
-        except sqlite3.DatabaseError as exc:
-            message = f"{self.path}: not a usable crawl store ({exc}); use another --out folder"
-            raise CrawlError(message) from exc
-        except OSError as exc:
-            raise CrawlError(f"{self.path.parent}: cannot create the run folder ({exc.strerror})") from exc
+        except BaseException as exc:
+            self._db.close()  # a refused store must not leave its connection open
+            if isinstance(exc, sqlite3.DatabaseError):
+                message = f"{self.path}: not a usable crawl store ({exc}); use another --out folder"
+                raise CrawlError(message) from exc
+            raise
 
     def _check_version(self, readonly: bool) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
@@ -198,6 +206,14 @@ class CrawlStore:
         for _qid, position, record in rows:
             obj = json.loads(record)
             yield example_from_dict(obj, path=self.path, index=position), obj
+
+    def examples_after(self, position: int, limit: int) -> list[tuple[int, Example]]:
+        """At most ``limit`` stored questions after input position ``position``, as (position, example)."""
+        rows = self._db.execute(
+            "SELECT position, record FROM questions WHERE position > ? ORDER BY position LIMIT ?",
+            (position, limit),
+        ).fetchall()
+        return [(at, example_from_dict(json.loads(record), path=self.path, index=at)) for at, record in rows]
 
     def pending_lookups(self, sources: Sequence[str], *, retry_failed: bool) -> list[tuple[Example, str]]:
         """(question, source) pairs still to look up: never done, or failed when ``retry_failed``."""

@@ -13,19 +13,18 @@ from odqa.records import Example
 
 __all__ = ["load_examples"]
 
-CRAWL_STORE = "crawl.sqlite"
-
 
 def load_examples(path: str | Path) -> Iterator[Example]:
     """Examples from ``path``, its format detected from the folder layout or the first record."""
     path = Path(path)
     if path.is_dir():
-        if (path / CRAWL_STORE).is_file():
-            from odqa.crawl.export import iter_examples
+        from odqa.crawl.export import is_crawl_dir, iter_examples  # lazily: keeps `import odqa` light
 
+        if is_crawl_dir(path):
             yield from iter_examples(path)
             return
-        raise InputError(f"{path} is a folder without {CRAWL_STORE}; pass a questions file or a crawl output folder")
+        raise InputError(f"{path} is a folder but not an `odqa crawl` output folder (no crawl store in it); "
+                         "pass a questions file or a crawl output folder")
     if not path.is_file():
         raise InputError(f"{path}: no such file or folder")
     first = next(iter(read_json_or_jsonl(path)), None)

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Literal
 
+from odqa.errors import InputError
+
 __all__ = ["KINDS", "EntityKind", "fictional_pool", "sample_names"]
 
 EntityKind = Literal["person", "team", "company", "school", "town", "country", "award", "party", "position"]
@@ -222,9 +224,18 @@ def fictional_pool(kind: EntityKind) -> tuple[str, ...]:
     return tuple(pools[kind])
 
 
-def sample_names(kind: EntityKind, count: int, rng: random.Random) -> list[str]:
-    """``count`` distinct fictional names of ``kind``; :class:`ValueError` when the list is too short."""
+def sample_names(kind: EntityKind, count: int, rng: random.Random, *, subject: str | None = None) -> list[str]:
+    """``count`` distinct fictional names of ``kind`` for the facts of ``subject`` (named in the error).
+
+    Raises :class:`~odqa.errors.InputError` when the subject has more distinct entities of ``kind`` than the
+    built-in pool holds.
+    """
     pool = fictional_pool(kind)
     if count > len(pool):
-        raise ValueError(f"{count} distinct {kind} names requested, the built-in list has {len(pool)}")
+        whose = f"subject {subject!r}" if subject is not None else "one subject"
+        raise InputError(
+            f"{whose} has {count} distinct {kind} entities, but the built-in {kind} name pool has only "
+            f"{len(pool)}; split that subject's facts into several subjects of at most {len(pool)} {kind} "
+            "entities each (or drop some of its facts)"
+        )
     return rng.sample(pool, count)

@@ -202,6 +202,15 @@ def test_declared_non_utf8_charsets(
     assert text in (page.html or "")
 
 
+@pytest.mark.parametrize("codec", ["rot13", "base64", "hex", "zlib", "uu", "no-such-codec"])
+def test_declared_non_text_codec_falls_back_to_detection(codec: str) -> None:
+    """codecs.lookup knows rot13/base64/...; bytes.decode refuses them with LookupError, which once escaped."""
+    body = ARTICLE.encode()
+    assert "Some words of prose" in decode_html(body, f"text/html; charset={codec}")
+    meta = body.replace(b"<head>", f"<head><meta charset='{codec}'>".encode(), 1)
+    assert "Some words of prose" in decode_html(meta, "text/html")
+
+
 @pytest.mark.parametrize(
     ("codec", "text"),
     [

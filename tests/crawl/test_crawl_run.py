@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixture_server import TSNE_TITLE, FixtureServer, Reply, add_articles, add_google, add_wikipedia
+from fixture_server import TSNE_TITLE, FixtureServer, Reply, add_articles, add_google, add_wikipedia, page_html
 from typer.testing import CliRunner
 
 from odqa.cli import app
 from odqa.crawl import CrawlConfig, export_jsonl, is_crawl_dir, iter_examples, run_crawl
-from odqa.crawl.store import STORE_NAME
+from odqa.crawl.extract import ExtractorPool
+from odqa.crawl.store import STORE_NAME, CrawlStore
 from odqa.datasets.detect import load_examples
 from odqa.errors import CrawlError, FormatError
 from odqa.io import read_fid
@@ -368,3 +369,90 @@ def test_sigkill_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) ->
     assert statuses == {"ok"} and per_question == {"k0": 41, "k1": 41, "k2": 41}
     refetched = sum(server.hits(f"/article/{n}") for n in range(40)) - 40
     assert 0 <= refetched <= 4 * 4  # at most the pages in flight (concurrency x 4: fetching or extracting)
+
+
+def test_page_declaring_a_non_text_codec_is_stored_not_a_crash(
+    tmp_path: Path, server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    """``charset=rot13`` or ``base64`` (codecs.lookup knows them, bytes.decode refuses them) once aborted the run."""
+    html = page_html("Hostile", ["A page whose header names a codec that is not a text encoding at all."])
+    links = []
+    for codec in ("rot13", "base64", "zlib"):
+        server.route(f"/{codec}", Reply(body=html, content_type=f"text/html; charset={codec}"))
+        links.append(server.url(f"/{codec}"))
+    add_google(server, {"hostile": links})
+    questions = write_questions(tmp_path / "q.jsonl", [{"id": "h", "question": "hostile codecs?"}])
+    config = make_config(search="google", search_endpoint=server.url("/customsearch/v1"), wikipedia=False)
+    summary = run_crawl(questions, tmp_path / "run", config, environ=ENV)
+    assert summary.failed == {} and summary.extracted == 3
+    (example,) = iter_examples(tmp_path / "run")
+    assert all("not a text encoding" in d.text for d in example.ctxs or ())
+
+
+def test_unexpected_page_or_lookup_error_is_recorded_and_the_run_goes_on(
+    tmp_path: Path,
+    web: FixtureServer,
+    google_config: Callable[..., CrawlConfig],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bulk stage never aborts on one bad item: the item gets ``error`` with the exception type."""
+    real_extract = ExtractorPool.aextract
+
+    async def extract(self: ExtractorPool, html: str, url: str | None = None) -> Any:
+        if url and url.endswith("/article/1"):
+            raise RuntimeError("a bug in some extractor")
+        return await real_extract(self, html, url)
+
+    monkeypatch.setattr(ExtractorPool, "aextract", extract)
+    web.route("/w/api.php", Reply(body='{"query": ["not", "a", "mapping"]}', content_type="application/json"))
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:2])  # q2 has no subject: a Wikipedia search
+    with caplog.at_level(logging.WARNING, logger="odqa.crawl.runner"):
+        summary = run_crawl(questions, tmp_path / "run", google_config(), environ=ENV)
+    assert summary.failed["error"] == 1 and summary.extracted >= 3
+    assert summary.lookups_failed == {"wikipedia: error": 1}
+    with closing(sqlite3.connect(tmp_path / "run" / STORE_NAME)) as db:
+        assert db.execute("SELECT detail FROM pages WHERE reason = 'error'").fetchall() == [("RuntimeError",)]
+        assert db.execute("SELECT detail FROM lookups WHERE reason = 'error'").fetchall() == [("AttributeError",)]
+    assert "RuntimeError" in caplog.text and "AttributeError" in caplog.text
+
+
+def test_keyboard_interrupt_in_a_page_is_not_swallowed(
+    tmp_path: Path,
+    web: FixtureServer,
+    google_config: Callable[..., CrawlConfig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def extract(self: ExtractorPool, html: str, url: str | None = None) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ExtractorPool, "aextract", extract)
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
+    with pytest.raises(KeyboardInterrupt):
+        run_crawl(questions, tmp_path / "run", google_config(wikipedia=False), environ=ENV)
+    with closing(sqlite3.connect(tmp_path / "run" / STORE_NAME)) as db:
+        assert db.execute("SELECT COUNT(*) FROM pages WHERE status = 'ok' OR reason = 'error'").fetchone() == (0,)
+
+
+def test_iter_examples_holds_no_open_store_between_examples(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
+    run_crawl(questions, tmp_path / "run", google_config(), environ=ENV)
+    open_stores: set[int] = set()
+    real_init, real_close = CrawlStore.__init__, CrawlStore.close
+
+    def init(self: CrawlStore, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        open_stores.add(id(self))
+
+    def close(self: CrawlStore) -> None:
+        open_stores.discard(id(self))
+        real_close(self)
+
+    monkeypatch.setattr(CrawlStore, "__init__", init)
+    monkeypatch.setattr(CrawlStore, "close", close)
+    examples = iter_examples(tmp_path / "run")
+    first = next(examples)  # a consumer that stops here, and never closes the iterator
+    assert first.id == "q1" and first.ctxs and open_stores == set()
+    assert [e.id for e in examples] == ["q2", "q3"] and open_stores == set()

@@ -18,7 +18,8 @@ from fixture_server import FixtureServer, Reply, page_html
 
 from odqa.crawl import CrawlConfig, safety
 from odqa.crawl.fetch import Fetcher, FetchFailure
-from odqa.crawl.safety import AddressPolicy, BlockedAddressError, GuardedBackend, PerHostTransport, is_public
+from odqa.crawl.safety import AddressPolicy, BlockedAddressError, PerHostTransport, _GuardedBackend, is_public
+from odqa.errors import CrawlError
 
 ARTICLE = page_html("A page", ["Some words of prose that make up an article about nothing in particular."])
 
@@ -63,9 +64,17 @@ def test_is_public(address: str, public: bool) -> None:
 
 @pytest.mark.parametrize("host", ["10.0.0.1", "169.254.169.254", "127.0.0.1", "localhost", "::1"])
 def test_backend_refuses_before_connecting(host: str) -> None:
-    backend = GuardedBackend(AddressPolicy(), inner=NoConnect())
+    backend = _GuardedBackend(AddressPolicy(), inner=NoConnect())
     with pytest.raises(BlockedAddressError, match="allow-private"):
         asyncio.run(backend.connect_tcp(host, 80, timeout=2))
+
+
+def test_public_errors_are_odqa_errors_and_internals_are_private() -> None:
+    """What the CLI's guard prints as ``Type: message`` (it catches OdqaError only, anything else is a traceback)."""
+    assert issubclass(BlockedAddressError, CrawlError) and issubclass(FetchFailure, CrawlError)
+    assert str(BlockedAddressError("intranet", "10.0.0.1")).endswith("allow it with --allow-private")
+    assert set(safety.__all__) == {"AddressPolicy", "BlockedAddressError", "PerHostTransport", "is_public"}
+    assert not hasattr(safety, "GuardedBackend") and not hasattr(safety, "guarded_transport")
 
 
 def test_dns_rebinding_any_private_answer_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,7 +84,7 @@ def test_dns_rebinding_any_private_answer_blocks(monkeypatch: pytest.MonkeyPatch
         return [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("10.0.0.7")]
 
     monkeypatch.setattr(safety, "resolve", rebinding)
-    backend = GuardedBackend(AddressPolicy(), inner=NoConnect())
+    backend = _GuardedBackend(AddressPolicy(), inner=NoConnect())
     with pytest.raises(BlockedAddressError, match=r"10\.0\.0\.7"):
         asyncio.run(backend.connect_tcp("attacker.example", 80, timeout=2))
 

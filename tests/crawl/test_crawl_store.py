@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from odqa.crawl.export import iter_examples
 from odqa.crawl.store import CrawlStore, PageRow, ResultRow, normalise_url, split_reason
+from odqa.datasets.detect import load_examples
+from odqa.errors import InputError
 from odqa.records import Example
 
 
@@ -98,3 +101,20 @@ def test_questions_are_added_once(tmp_path: Path) -> None:
             ]
         )
         assert [(e.id, e.question) for e, _ in store.examples()] == [("a", "A?"), ("b", "B?"), ("c", "C?")]
+
+
+def test_iter_examples_reads_in_batches_in_input_order(tmp_path: Path) -> None:
+    ids = [f"q{n:03d}" for n in range(150)]  # more than two batches
+    with CrawlStore(tmp_path / "crawl.sqlite") as store:
+        store.add_questions([(Example(id=i, question=f"{i}?"), {"id": i, "question": f"{i}?"}) for i in ids])
+        store.save_lookup("q149", "html", [ResultRow("file:///x.html", 0, "X")],
+                          pages=[PageRow("file:///x.html", "ok", title="X", text="words")])
+    examples = list(iter_examples(tmp_path))
+    assert [e.id for e in examples] == ids
+    assert [d.text for d in examples[-1].ctxs or ()] == ["words"] and examples[0].ctxs == ()
+    assert [e.id for e in load_examples(tmp_path)] == ids  # detect.py recognises the folder by its store
+
+
+def test_folder_without_a_crawl_store_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not an `odqa crawl` output folder"):
+        list(load_examples(tmp_path))
