@@ -294,7 +294,7 @@ def _shift_and_rename(group: Sequence[TemporalFact], shift: int, rng: random.Ran
             if name not in wanted.setdefault(kind, []):
                 wanted[kind].append(name)
     renamed = {(real, kind): fake for kind, names in wanted.items()
-               for real, fake in zip(names, sample_names(kind, len(names), rng), strict=True)}
+               for real, fake in zip(names, sample_names(kind, len(names), rng, subject=group[0].subject), strict=True)}
     months = shift * 12
     shifted = []
     for fact in group:
