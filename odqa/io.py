@@ -24,6 +24,7 @@ __all__ = [
     "open_text",
     "read_dpr_tsv",
     "read_fid",
+    "read_json",
     "read_json_or_jsonl",
     "read_jsonl",
     "reading",
@@ -104,6 +105,18 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, obj
 
 
+def read_json(path: str | Path, expected: str = "") -> Any:
+    """One whole JSON document; a failure names the file and, when given, what was ``expected`` there."""
+    hint = f"; {expected}" if expected else ""
+    with open_text(path) as fh, reading(path):
+        try:
+            return json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno}){hint}", path=path) from exc
+        except RecursionError as exc:
+            raise FormatError(f"JSON nested too deeply to read{hint}", path=path) from exc
+
+
 def read_json_or_jsonl(path: str | Path) -> Iterator[tuple[int | None, dict[str, Any]]]:
     """Read either one JSON array of objects or JSON Lines; yields ``(line_or_None, object)``."""
     with open_text(path) as fh, reading(path, 1):
@@ -113,14 +126,7 @@ def read_json_or_jsonl(path: str | Path) -> Iterator[tuple[int | None, dict[str,
     if head != "[":
         yield from read_jsonl(path)
         return
-    with open_text(path) as fh, reading(path):
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
-        except RecursionError as exc:
-            raise FormatError("JSON nested too deeply to read", path=path) from exc
-    for item in data:
+    for item in read_json(path):
         if not isinstance(item, dict):
             raise FormatError(f"expected a list of JSON objects, found {type(item).__name__}", path=path)
         yield None, item

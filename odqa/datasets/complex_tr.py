@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from odqa.errors import FormatError
-from odqa.io import open_text, read_json_or_jsonl, reading
+from odqa.io import open_text, read_json, read_json_or_jsonl, reading
 from odqa.records import Document, Example
 
 __all__ = ["load_complex_tr", "parse_complex_tr_id"]
@@ -133,14 +133,7 @@ def _whole_file_object(path: Path) -> Any:
             return None  # JSON Lines records
     elif obj is not None or not first.lstrip().startswith("{"):
         return None  # a JSON array, a scalar or garbage: read_json_or_jsonl reads or reports it
-    with open_text(path) as fh, reading(path):
-        try:
-            return json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno}); expected Complex-TR records (JSON "
-                              "Lines or a JSON array) or a SQuAD-style file", path=path) from exc
-        except RecursionError as exc:
-            raise FormatError("JSON nested too deeply to read", path=path) from exc
+    return read_json(path, "expected Complex-TR records (JSON Lines or a JSON array) or a SQuAD-style file")
 
 
 def load_complex_tr(path: str | Path) -> Iterator[Example]:

@@ -14,7 +14,6 @@ page, tied to the cells that link to it (``meta["cells"]``, ``[[row, column], ..
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from odqa.errors import FormatError, InputError
-from odqa.io import open_text, read_json_or_jsonl, reading
+from odqa.io import read_json, read_json_or_jsonl
 from odqa.records import Document, Example, Passage
 
 __all__ = [
@@ -83,8 +82,8 @@ def load_table(tables_dir: str | Path, table_id: str) -> Table:
     if not table_path.is_file():
         raise InputError(f"table {table_id!r} not found at {table_path}; point tables_dir at HybridQA's "
                          "WikiTables-WithLinks directory (with tables_tok/ and request_tok/)")
-    raw = _read_json(table_path)
-    passages = _read_json(request_path) if request_path.is_file() else {}
+    raw = read_json(table_path)
+    passages = read_json(request_path) if request_path.is_file() else {}
     if not isinstance(passages, dict) or not all(isinstance(v, str) for v in passages.values()):
         raise FormatError(f"expected an object {{link: passage text}}, got a JSON {type(passages).__name__}",
                           path=request_path)
@@ -104,16 +103,6 @@ def load_table(tables_dir: str | Path, table_id: str) -> Table:
     return Table(id=str(raw.get("uid") or table_id), title=title, header=header, rows=rows,
                  url=str(raw.get("url") or ""), section_title=str(raw.get("section_title") or ""),
                  section_text=str(raw.get("section_text") or ""), passages=passages)
-
-
-def _read_json(path: Path) -> Any:
-    with open_text(path) as fh, reading(path):
-        try:
-            return json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno})", path=path) from exc
-        except RecursionError as exc:
-            raise FormatError("JSON nested too deeply to read", path=path) from exc
 
 
 def _cell(raw: Any) -> Cell:

@@ -17,7 +17,7 @@ from pathlib import Path
 from odqa.errors import FormatError
 from odqa.evaluate._common import answer_string, check_missing, mean
 from odqa.evaluate.answers import exact_match, token_f1
-from odqa.io import open_text, reading
+from odqa.io import read_json
 
 __all__ = ["HybridQAReference", "evaluate_hybridqa", "read_reference"]
 
@@ -36,13 +36,7 @@ def read_reference(path: str | Path) -> HybridQAReference:
     without the table/passage split); any other shape is a :class:`FormatError` saying what is expected."""
     expected = ('expected {"reference": {qid: answer}, "table": [qids], "passage": [qids]} (the official '
                 'dev_reference.json) or a question file [{"question_id", "answer-text", ...}]')
-    with open_text(path) as fh, reading(path):
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno}); {expected}", path=path) from exc
-        except RecursionError as exc:
-            raise FormatError(f"JSON nested too deeply to read; {expected}", path=path) from exc
+    data = read_json(path, expected)
     if isinstance(data, list):
         return _from_questions(data, path)
     if not isinstance(data, dict):
