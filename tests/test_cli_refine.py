@@ -75,9 +75,13 @@ def test_bad_input_is_one_typed_line_and_exit_1(tmp_path: Path, content: str, ar
     assert not (tmp_path / "o.jsonl").exists()  # nothing half-written
 
 
-def test_missing_input_file(tmp_path: Path) -> None:
+def test_missing_or_empty_input_file(tmp_path: Path) -> None:
     result = runner.invoke(app, ["refine", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o.jsonl")])
     assert result.exit_code == 1 and "InputError" in result.output
+    (tmp_path / "empty.jsonl").write_text("\n")
+    result = runner.invoke(app, ["refine", str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 1 and "holds no questions" in result.output
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_timeqa_file_is_detected(tmp_path: Path) -> None:

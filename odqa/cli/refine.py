@@ -73,13 +73,14 @@ def refine_command(
 
 def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
     """Refine ``source`` into ``out`` with a progress display; returns the summary figures."""
-
     from odqa.datasets.detect import load_examples
+    from odqa.errors import InputError
 
     examples = load_examples(source)
     first = next(examples, None)  # reads and checks the input before the (slow) model load
-    if first is not None:
-        examples = itertools.chain([first], examples)
+    if first is None:
+        raise InputError(f"{source} holds no questions; expected one JSON record per question")
+    examples = itertools.chain([first], examples)
     encoder = None
     if cfg.scorer in ("dense", "hybrid"):
         from odqa.embed import Encoder
@@ -109,7 +110,7 @@ def _refine_to_file(examples: Iterator[Example], out: Path, cfg: RefineConfig, e
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("refine", total=None)
 
-        def records() -> Any:
+        def records() -> Iterator[dict[str, Any]]:
             for item in refine(examples, cfg, encoder, stats, lambda n: bar.advance(task, n)):
                 record = fid_record(item, cfg.ctx_key)
                 if item.example.answers:
