@@ -136,3 +136,10 @@ def test_config_path_that_is_a_folder(tmp_path: Path) -> None:
     result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")), "--out",
                                  str(tmp_path / "o.jsonl"), "--config", str(tmp_path)])
     assert result.exit_code == 1 and "ConfigError: cannot read config file" in " ".join(result.output.split())
+
+
+def test_error_is_exactly_one_line_however_long(tmp_path: Path) -> None:
+    long_name = tmp_path / ("x" * 150 + ".jsonl")
+    result = runner.invoke(app, ["refine", str(long_name), "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0 and result.output.startswith("InputError: ")

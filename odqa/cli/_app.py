@@ -35,7 +35,7 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except OdqaError as exc:
-            console.print(f"[bold red]{type(exc).__name__}[/]: {escape(str(exc))}", highlight=False)
+            console.print(f"[bold red]{type(exc).__name__}[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper
