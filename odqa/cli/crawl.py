@@ -53,10 +53,15 @@ def crawl(
     export: Annotated[
         Path | None, typer.Option("--export", help="Also write the result as JSON Lines with ctxs.")
     ] = None,
+    export_passages: Annotated[
+        Path | None,
+        typer.Option("--export-passages", help="Also write every distinct page as 100-word DPR passages (TSV)."),
+    ] = None,
 ) -> None:
     """Crawl each question's Wikipedia article and web-search results: polite, safe, resumable."""
     from odqa.config import load_config
     from odqa.crawl import CrawlConfig, export_jsonl, run_crawl
+    from odqa.crawl import export_passages as write_passages
 
     settings = load_config(
         CrawlConfig,
@@ -91,3 +96,6 @@ def crawl(
     if export is not None:
         written = export_jsonl(out, export)
         console.print(f"exported {written} questions to {export}")
+    if export_passages is not None:
+        written = write_passages(out, export_passages)
+        console.print(f"exported {written} passages to {export_passages}")

@@ -7,8 +7,16 @@ a run resumes where it stopped. ``iter_examples(run_dir)`` reads a finished (or 
 from __future__ import annotations
 
 from odqa.crawl.config import CrawlConfig
-from odqa.crawl.export import export_jsonl, is_crawl_dir, iter_examples
+from odqa.crawl.export import export_jsonl, export_passages, is_crawl_dir, iter_examples
 from odqa.crawl.runner import run_crawl
 from odqa.crawl.store import Summary
 
-__all__ = ["CrawlConfig", "Summary", "export_jsonl", "is_crawl_dir", "iter_examples", "run_crawl"]
+__all__ = [
+    "CrawlConfig",
+    "Summary",
+    "export_jsonl",
+    "export_passages",
+    "is_crawl_dir",
+    "iter_examples",
+    "run_crawl",
+]

@@ -8,11 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from odqa.chunk import chunk_document
+from odqa.config import ChunkConfig
 from odqa.crawl.store import STORE_NAME, CrawlStore
-from odqa.io import write_jsonl
-from odqa.records import Document, Example
+from odqa.io import write_dpr_tsv, write_jsonl
+from odqa.records import Document, Example, Passage
 
-__all__ = ["document_id", "export_jsonl", "is_crawl_dir", "iter_examples"]
+__all__ = ["document_id", "export_jsonl", "export_passages", "is_crawl_dir", "iter_examples"]
 
 
 def is_crawl_dir(path: str | Path) -> bool:
@@ -83,3 +85,18 @@ def _row(example: Example) -> dict[str, Any]:
 def export_jsonl(run_dir: str | Path, path: str | Path) -> int:
     """Write the crawl as question JSON Lines with ``ctxs`` (read by every odqa stage); returns the count."""
     return write_jsonl(path, (_row(example) for example in iter_examples(run_dir)))
+
+
+def export_passages(run_dir: str | Path, path: str | Path, config: ChunkConfig | None = None) -> int:
+    """Write every distinct extracted page, chunked (DPR rule by default), as DPR passages TSV; returns the
+    number of passages. Pages shared by several questions are written once."""
+    seen: set[str] = set()
+
+    def passages() -> Iterator[Passage]:
+        for example in iter_examples(run_dir):
+            for doc in example.ctxs or ():
+                if doc.id not in seen:
+                    seen.add(doc.id)
+                    yield from chunk_document(doc, config)
+
+    return write_dpr_tsv(path, passages())

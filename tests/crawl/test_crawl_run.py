@@ -19,13 +19,15 @@ import pytest
 from fixture_server import TSNE_TITLE, FixtureServer, Reply, add_articles, add_google, add_wikipedia, page_html
 from typer.testing import CliRunner
 
+from odqa.chunk import chunk_document
 from odqa.cli import app
 from odqa.crawl import CrawlConfig, export_jsonl, is_crawl_dir, iter_examples, run_crawl
 from odqa.crawl.extract import ExtractorPool
 from odqa.crawl.store import STORE_NAME, CrawlStore
 from odqa.datasets.detect import load_examples
 from odqa.errors import CrawlError, FormatError
-from odqa.io import read_fid
+from odqa.io import read_dpr_tsv, read_fid
+from odqa.records import Document
 
 KEY = "test-google-key"
 ENV = {"GOOGLE_API_KEY": KEY, "GOOGLE_CSE_ID": "test-cse-id"}
@@ -256,7 +258,7 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path, make_config: Callable[..., 
 
 def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer) -> None:
     questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
-    out, export = tmp_path / "run", tmp_path / "out.jsonl"
+    out, export, tsv = tmp_path / "run", tmp_path / "out.jsonl", tmp_path / "psgs.tsv"
     config = tmp_path / "crawl.yaml"
     config.write_text(
         "timeout: 2\nretries: 0\nextract_workers: 0\ncontent_types: [text/html]\n", encoding="utf-8"
@@ -281,11 +283,19 @@ def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer)
         str(config),
         "--export",
         str(export),
+        "--export-passages",
+        str(tsv),
     ]
     result = CliRunner().invoke(app, args, env=ENV)
     assert result.exit_code == 0, result.output
     assert "failed: robots" in result.output and "exported 3 questions" in result.output
     assert KEY not in result.output and len(export.read_text("utf-8").splitlines()) == 3
+    exported = [json.loads(line) for line in export.read_text("utf-8").splitlines()]
+    distinct = {c["id"]: c for row in exported for c in row["ctxs"]}
+    passages = list(read_dpr_tsv(tsv))
+    assert {p.doc_id for p in passages} == {c["title"] for c in distinct.values()}  # DPR TSV keeps titles only
+    assert len(passages) == sum(len(chunk_document(Document(i, c["title"], c["text"]))) for i, c in distinct.items())
+    assert all(len(p.text.split()) <= 100 for p in passages) and f"exported {len(passages)} passages" in result.output
     assert all("mailto:me@example.org" in seen.headers["User-Agent"] for seen in web.seen)
 
     missing = CliRunner().invoke(app, args, env={"GOOGLE_API_KEY": "", "GOOGLE_CSE_ID": ""})
