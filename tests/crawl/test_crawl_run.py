@@ -296,6 +296,15 @@ def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer)
     assert {p.doc_id for p in passages} == {c["title"] for c in distinct.values()}  # DPR TSV keeps titles only
     assert len(passages) == sum(len(chunk_document(Document(i, c["title"], c["text"]))) for i, c in distinct.items())
     assert all(len(p.text.split()) <= 100 for p in passages) and f"exported {len(passages)} passages" in result.output
+
+    refined = tmp_path / "refined.jsonl"  # the next stage reads the crawl folder as it is
+    step = CliRunner().invoke(app, ["refine", str(out), "--out", str(refined), "--scorer", "bm25", "--k", "3"])
+    assert step.exit_code == 0, step.output
+    rows = [json.loads(line) for line in refined.read_text("utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [r["id"] for r in exported]
+    for row, source in zip(rows, exported, strict=True):
+        assert (len(row["ctxs"]) > 0) == (len(source["ctxs"]) > 0) and len(row["ctxs"]) <= 3
+        assert {c["id"].split(":")[0] for c in row["ctxs"]} <= {c["id"] for c in source["ctxs"]}
     assert all("mailto:me@example.org" in seen.headers["User-Agent"] for seen in web.seen)
 
     missing = CliRunner().invoke(app, args, env={"GOOGLE_API_KEY": "", "GOOGLE_CSE_ID": ""})
