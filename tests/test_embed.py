@@ -123,3 +123,13 @@ def test_pooling_and_normalisation_by_hand(tiny_model: Path, pooling: str, norma
 
 def test_every_preset_has_a_hub_id() -> None:
     assert all("/" in p.model for p in PRESETS.values())
+
+
+def test_encoder_closes_its_cache(minilm_path: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    with Encoder(EmbedConfig(model="minilm", cache_dir=str(tmp_path), device="cpu")) as encoder:
+        encoder.encode_passages([PASSAGE])
+        assert encoder.cache is not None
+    with pytest.raises(sqlite3.ProgrammingError):  # the connection is closed
+        encoder.cache.get_many(["anything"])
