@@ -87,20 +87,24 @@ def test_cache_dedupes_within_and_across_runs(minilm_path: Path, tmp_path: Path)
     np.testing.assert_allclose(again, vectors, atol=1e-6)
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
-    """A 1-layer BERT with random weights and MiniLM's tokenizer: pooling is checked by hand on it."""
+def save_tiny_bert(path: Path, tokenizer_from: Path, seed: int) -> Path:
+    """Save a 1-layer BERT with random weights (drawn from ``seed``) and MiniLM's tokenizer at ``path``."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    path = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
-    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_from))
+    torch.manual_seed(seed)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
     BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
+    """A tiny random BERT: pooling is checked by hand on it."""
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), minilm_path, seed=0)
 
 
 @pytest.mark.parametrize(("pooling", "normalize"), [("cls", False), ("mean", False), ("mean", True)])
@@ -133,3 +137,19 @@ def test_encoder_closes_its_cache(minilm_path: Path, tmp_path: Path) -> None:
         assert encoder.cache is not None
     with pytest.raises(sqlite3.ProgrammingError):  # the connection is closed
         encoder.cache.get_many(["anything"])
+
+
+def test_retrained_checkpoint_in_place_never_reuses_cached_vectors(minilm_path: Path, tmp_path: Path) -> None:
+    model, cache = tmp_path / "checkpoint", tmp_path / "cache"
+    config = EmbedConfig(model=str(model), pooling="mean", normalize=True, cache_dir=str(cache), device="cpu")
+    save_tiny_bert(model, minilm_path, seed=1)
+    before = Encoder(config)
+    old = before.encode_passages([PASSAGE])
+    before.close()
+    save_tiny_bert(model, minilm_path, seed=2)  # same config.json, new weights, same folder
+    after = Encoder(config)
+    new = after.encode_passages([PASSAGE])
+    after.close()
+    assert after.encoded == 1  # a cache miss: the old vector was not served for the new weights
+    assert after.fingerprint != before.fingerprint
+    assert not np.allclose(old, new)

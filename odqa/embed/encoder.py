@@ -81,6 +81,26 @@ def _quiet_weight_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
+_HASHED_BYTES = 64 << 20  # files up to this size are hashed by content; larger ones (weights) by size and mtime
+
+
+def _folder_digest(root: Path) -> str:
+    """Identifies the contents of a local model folder, so a re-trained checkpoint never reuses stale vectors.
+
+    Config and tokenizer files are hashed by content; large weight files by size and modification time, which a
+    checkpoint written in place always changes (a copied folder may miss the cache, never hit a wrong entry).
+    """
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if stat.st_size <= _HASHED_BYTES:
+            digest.update(path.read_bytes())
+        else:
+            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
 def _fingerprint(preset: Preset, source: str, precision: str) -> str:
     """Identifies everything that changes a passage vector; the cache is keyed by it."""
     identity: dict[str, Any] = {
@@ -91,9 +111,8 @@ def _fingerprint(preset: Preset, source: str, precision: str) -> str:
         "max_seq_length": preset.max_seq_length,
         "precision": precision,
     }
-    config_file = Path(source) / "config.json"
-    if preset.name not in PRESETS and config_file.is_file():
-        identity["config"] = hashlib.sha256(config_file.read_bytes()).hexdigest()
+    if preset.name not in PRESETS and Path(source).is_dir():
+        identity["files"] = _folder_digest(Path(source))
     blob = json.dumps(identity, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:24]
 
