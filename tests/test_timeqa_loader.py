@@ -31,11 +31,19 @@ def test_question_lines_format() -> None:
 
 def test_annotated_pages_format() -> None:
     examples = list(load_timeqa(TIMEQA / "human_annotated_train.slice.json"))
-    assert len(examples) == 8
+    assert len(examples) == 11
     assert examples[0].id == "/wiki/Newton_D._Baker_House#P466#0"
     assert examples[0].question.endswith("from 1811 to 1827?") and examples[0].answers == ("George Peter",)
     for ex in examples:
         assert ex.ctxs is not None and all(has_answer(ex.ctxs[0].text, [a]) for a in ex.answers)
+    # the page holding unanswerable questions (answer "") loads them as the other shape does: no answer
+    endrass = {e.id: e for e in examples if e.id.startswith("/wiki/Engelbert_Endrass")}
+    assert [(e.answers, e.meta["answerable"]) for e in endrass.values()] == [
+        ((), False), (("Leutnant zur See",), True), ((), False)]
+    lines = {e.id: e for e in load_timeqa(TIMEQA / "human_train.hard.slice.jsonl")}
+    shared = endrass.keys() & lines.keys()
+    assert shared == {"/wiki/Engelbert_Endrass#P410#0"}
+    assert all(endrass[i].answers == lines[i].answers for i in shared)
 
 
 def test_detection_picks_the_timeqa_loader() -> None:

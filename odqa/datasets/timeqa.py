@@ -6,12 +6,13 @@
   ``questions`` is ``[[question, [{para, from, end, answer}, ...]], ...]`` and ``paras`` is ``[title, p1, p2, ...]``.
 
 Each question becomes an :class:`~odqa.records.Example` whose single context is its article as one
-:class:`~odqa.records.Document` (chunk it for passages). An empty ``targets`` list means unanswerable.
+:class:`~odqa.records.Document` (chunk it for passages). An unanswerable question has no answer: ``targets: [""]``
+in the first shape, ``answer: ""`` in the second; both load as ``answers == ()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,11 @@ def _article_id(idx: str) -> str:
     return idx.split("#", 1)[0]
 
 
+def _answers(texts: Iterable[str]) -> tuple[str, ...]:
+    """Distinct answers in order; the empty answer that marks an unanswerable question is dropped."""
+    return tuple(dict.fromkeys(t for t in texts if t.strip()))
+
+
 def _from_line(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     try:
         idx, question, targets, paragraphs = obj["idx"], obj["question"], obj["targets"], obj["paragraphs"]
@@ -36,7 +42,7 @@ def _from_line(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
         raise FormatError(f"not a TimeQA question record (missing or bad {exc})", path=path, line=line) from exc
     doc_id = _article_id(idx)
     doc = Document(id=doc_id, title=title.strip(), text=text)
-    answers = tuple(dict.fromkeys(str(t) for t in targets if str(t).strip()))  # unanswerable: [""]
+    answers = _answers(str(t) for t in targets)
     return Example(id=idx, question=question, answers=answers, subject=title.strip(), ctxs=(doc,),
                    meta={"dataset": "timeqa", "answerable": bool(answers)})
 
@@ -52,7 +58,7 @@ def _from_page(page: Mapping[str, Any], path: Path) -> Iterator[Example]:
     for number, item in enumerate(questions):
         try:
             question, spans = item
-            answers = tuple(dict.fromkeys(str(s["answer"]) for s in spans))
+            answers = _answers(str(s["answer"]) for s in spans)
         except (TypeError, ValueError, KeyError) as exc:
             raise FormatError(f"page {index}: question {number} is not [question, [{{answer, ...}}]]",
                               path=path) from exc
