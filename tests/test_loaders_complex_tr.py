@@ -20,6 +20,7 @@ from odqa.io import example_to_fid, read_fid
         ("L2M_Q1000_P69_1", ("L2", "multi-hop")),
         ("L2H_Q4000_P488_8", ("L2", "multi-hop")),
         ("L3M_Q1000_P69_P108_3", ("L3", "multi-hop")),
+        ("L3H_Q1000_P39_P108_2", ("L3", "multi-hop")),  # the six levels the released notebook prints
     ],
 )
 def test_parse_id(qid: str, expected: tuple[str, str]) -> None:
@@ -73,6 +74,8 @@ def test_back_to_fid(data_dir: Path) -> None:
         ({"id": "L2_Q1_P1_1", "question": "?", "answers": {"text": []}, "passages": [{"title": "t"}]},
          "passage 0 has no 'text'"),
         ({"question": "?"}, "no 'id' string"),
+        ({"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": []}, "context": ["a", "b"]},
+         "'context' must be the context text"),
     ],
 )
 def test_records_that_do_not_fit(tmp_path: Path, record: dict[str, object], message: str) -> None:

@@ -75,7 +75,9 @@ def test_lived_longer_record_needs_four_extractions(tmp_path: Path, data_dir: Pa
     [
         ({"ans_reason_1": "82 years"}, r"ans_reason_1 is '82 years'; a lived-longer record's numerical probes"),
         ({"ans_reason_2": {"year": 1, "month": 2}}, r"ans_reason_2 is .*are ages \{\"year\""),
-        ({"ques_extract_1": ["?"]}, "probe questions must be strings; ques_extract_1 is not"),
+        ({"ques_extract_1": ["?"]}, "probe questions and text answers must be strings; ques_extract_1 is not"),
+        ({"ans_extract_2": {"year": 2001}}, "text answers must be strings; ans_extract_2 is not"),
+        ({"ans_reason_3": True}, "text answers must be strings; ans_reason_3 is not"),
     ],
 )
 def test_lived_longer_probes_of_the_wrong_type(
@@ -90,11 +92,22 @@ def test_lived_longer_probes_of_the_wrong_type(
 
 
 def test_bad_paragraph(tmp_path: Path, data_dir: Path) -> None:
-    record = _record(data_dir, 1) | {"context": [["Title", "not a sentence list"]]}
+    gold = _record(data_dir, 1)["context"]
     path = tmp_path / "bad.jsonl"
+    for context, message in [([*gold, ["Title", "not a sentence list"]], r"context paragraph 2 is not \[title, \["),
+                             (gold[:1], r"context holds 1 paragraph\(s\); every setting has the 2 gold")]:
+        path.write_text(json.dumps(_record(data_dir, 1) | {"context": context}) + "\n", encoding="utf-8")
+        with pytest.raises(FormatError, match=message):
+            list(load_hieradate(path))
+
+
+def test_id_as_the_dataset_readme_names_it(tmp_path: Path, data_dir: Path) -> None:
+    record = _record(data_dir, 1)
+    record["id"] = record.pop("_id")
+    path = tmp_path / "readme_keys.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    with pytest.raises(FormatError, match=r"context paragraph 0 is not \[title, \[sentence, ...\]\]"):
-        list(load_hieradate(path))
+    (example,) = load_hieradate(path)
+    assert example.id == "0f1e2d3c4b5a69788796a5b4c3d2e1f0" and "id" not in example.meta
 
 
 def test_generated_probes_load_and_score(tmp_path: Path) -> None:

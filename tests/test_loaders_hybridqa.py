@@ -42,9 +42,12 @@ def test_a_question_whose_table_id_is_not_a_name(data_dir: Path, tables: Path, t
     table_id = "List_of_Somali_cities_by_population_0"
     for sub in ("tables_tok", "request_tok"):
         shutil.copy(source / sub / f"{table_id}.json", tables / sub)
-    rows = [{"question_id": "a", "question": "?", "table_id": table_id},
-            {"question_id": "b", "question": "?", "table_id": [table_id]}]
-    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    with pytest.raises(FormatError, match=r"question 'b': table_id must be the name of a table file") as info:
-        list(load_hybridqa(questions, tables))
-    assert info.value.line == 2
+    good = {"question_id": "a", "question": "?", "table_id": table_id}
+    for bad, message in [({"table_id": [table_id]}, r"question 'b': table_id must be the name of a table file"),
+                         ({"question": None}, r"question 'b': question and answer-text must be strings"),
+                         ({"answer-text": ["x"]}, r"question 'b': question and answer-text must be strings")]:
+        rows = [good, good | {"question_id": "b"} | bad]
+        questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        with pytest.raises(FormatError, match=message) as info:
+            list(load_hybridqa(questions, tables))
+        assert info.value.line == 2

@@ -69,9 +69,11 @@ def _contexts(obj: Mapping[str, Any], qid: str) -> tuple[Document, ...] | None:
                                  text=p["text"], meta=extra))
         return tuple(docs)
     context = obj.get("context")
-    if isinstance(context, str):
-        return (Document(id=f"{qid}:context", title="", text=context),)
-    return None
+    if context is None:
+        return None
+    if not isinstance(context, str):
+        raise ValueError(f"'context' must be the context text (a string), got a JSON {type(context).__name__}")
+    return (Document(id=f"{qid}:context", title="", text=context),)
 
 
 def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:

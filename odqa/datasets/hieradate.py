@@ -1,9 +1,9 @@
 """HieraDate (Ho et al., 2022; paper 000): date comparison questions from HotpotQA and 2WikiMultiHopQA with
 three probing tasks.
 
-A record (JSON array or JSON Lines) has ``_id, question, answer, context`` (paragraphs as ``[title, [sentence,
-...]]``: 2 gold paragraphs in the normal setting, 2 gold + 8 distractors in the distractor setting) and the
-probes:
+A record (JSON array or JSON Lines) has ``_id`` (``id`` in the dataset README), ``question, answer, context``
+(paragraphs as ``[title, [sentence, ...]]``: 2 gold paragraphs in the normal setting, 2 gold + 8 distractors in
+the distractor setting) and the probes:
 
 - extraction: ``ques_extract_k`` / ``ans_extract_k`` for k = 1..2 (dates of birth or death), or 1..4 when the
   main question asks who lived longer (then both dates of both people); ``ans_extract_k_date`` may hold the
@@ -67,37 +67,41 @@ def _paragraphs(raw: Any, qid: str) -> tuple[Document, ...]:
 
 def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     try:
-        qid, question, answer, context = obj["_id"], obj["question"], obj["answer"], obj["context"]
+        qid = obj["_id"] if "_id" in obj else obj["id"]  # the evaluation script's key, or the README's
+        question, answer, context = obj["question"], obj["answer"], obj["context"]
     except KeyError as exc:
         raise FormatError(
-            f"not a HieraDate record: missing {exc}; expected _id, question, answer, context and the probe "
-            "keys (ques_/ans_extract_k, ques_/ans_reason_k, ques_/ans_robust)", path=path, line=line
+            f"not a HieraDate record: missing {exc}; expected _id (or id), question, answer, context and the "
+            "probe keys (ques_/ans_extract_k, ques_/ans_reason_k, ques_/ans_robust)", path=path, line=line
         ) from exc
     if not isinstance(question, str) or not isinstance(answer, str) or not isinstance(context, list):
         raise FormatError(f"HieraDate record {qid!r}: question and answer must be strings and context a list",
                           path=path, line=line)
+    if len(context) < 2:
+        raise FormatError(f"HieraDate record {qid!r}: context holds {len(context)} paragraph(s); every setting "
+                          "has the 2 gold paragraphs (normal: 2, distractor: 2 + 8)", path=path, line=line)
     lived_longer = is_lived_longer(obj)
     missing = [key for key in _required(lived_longer) if key not in obj]
     if missing:
         case = "lived-longer (4 extraction, 3 reasoning)" if lived_longer else "date (2 + 2)"
         raise FormatError(f"HieraDate record {qid!r} ({case} probes) lacks {', '.join(missing)}",
                           path=path, line=line)
-    questions = [k for k in _required(lived_longer) if k.startswith("ques_") and not isinstance(obj[k], str)]
-    if questions:
-        raise FormatError(f"HieraDate record {qid!r}: probe questions must be strings; {', '.join(questions)} "
-                          "is not", path=path, line=line)
-    if lived_longer:
-        ages = [k for k in ("ans_reason_1", "ans_reason_2") if not _is_age(obj[k])]
-        if ages:
-            raise FormatError(f"HieraDate record {qid!r}: {ages[0]} is {obj[ages[0]]!r}; a lived-longer record's "
-                              'numerical probes are ages {"year": ..., "month": ..., "day": ...}', path=path,
-                              line=line)
+    ages = ("ans_reason_1", "ans_reason_2") if lived_longer else ()
+    texts = [k for k in _required(lived_longer) if k not in ages and not isinstance(obj[k], str)]
+    if texts:
+        raise FormatError(f"HieraDate record {qid!r}: probe questions and text answers must be strings; "
+                          f"{', '.join(texts)} is not", path=path, line=line)
+    bad_ages = [k for k in ages if not _is_age(obj[k])]
+    if bad_ages:
+        raise FormatError(f"HieraDate record {qid!r}: {bad_ages[0]} is {obj[bad_ages[0]]!r}; a lived-longer "
+                          "record's numerical probes are ages " '{"year": ..., "month": ..., "day": ...}',
+                          path=path, line=line)
     try:
         ctxs = _paragraphs(context, str(qid))
     except ValueError as exc:
         raise FormatError(f"HieraDate record {qid!r}: {exc}", path=path, line=line) from exc
     probes = {k: v for k, v in obj.items() if k.startswith(("ques_", "ans_"))}
-    known = {"_id", "question", "answer", "context", *probes}
+    known = {"_id", "id", "question", "answer", "context", *probes}
     rest = {k: v for k, v in obj.items() if k not in known}
     meta = rest | {"dataset": "hieradate", "setting": "normal" if len(ctxs) == 2 else "distractor",
                    "probes": probes}

@@ -150,13 +150,16 @@ def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Exa
         if not isinstance(table_id, str) or not table_id:
             raise FormatError(f"HybridQA question {qid!r}: table_id must be the name of a table file (a string), "
                               f"got {table_id!r}", path=path, line=line)
+        answer = obj.get("answer-text")
+        if not isinstance(question, str) or (answer is not None and not isinstance(answer, str)):
+            raise FormatError(f"HybridQA question {qid!r}: question and answer-text must be strings, got "
+                              f"{question!r} and {answer!r}", path=path, line=line)
         if table_id not in tables:
             tables[table_id] = load_table(tables_dir, table_id)
         table = tables[table_id]
-        answer = obj.get("answer-text")
         known = {"question_id", "question", "table_id", "answer-text"}
         meta = {k: v for k, v in obj.items() if k not in known} | {
             "dataset": "hybridqa", "table_id": table_id, "table_title": table.title}
-        answers = () if answer is None else (str(answer),)
-        yield Example(id=str(qid), question=str(question), answers=answers, ctxs=table_documents(table),
+        answers = () if answer is None else (answer,)
+        yield Example(id=str(qid), question=question, answers=answers, ctxs=table_documents(table),
                       meta=meta)
