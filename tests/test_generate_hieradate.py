@@ -100,12 +100,43 @@ def test_table_8_died_later_with_iso_input_and_generated_question() -> None:
         {"entity": "Ross Story", "date_of_birth": "1920-01-16", "date_of_death": "1991-05-09"}]})
     assert record["question"] == "Who died later, Oliver A. Unger or Ross Story?"
     assert record["answer"] == "Ross Story"
-    assert record["ques_reason_1"] == "Does March 27, 1981 come before May 9, 1991?"
+    assert record["ques_reason_1"] == "Does March 27, 1981 come before May 09, 1991?"  # zero-padded, as printed
     assert record["ans_reason_1"] == "yes"
     assert record["ans_reason_2"] == "no"
     assert record["ques_robust"] == "Who died first, Oliver A. Unger or Ross Story?"
     assert record["context"] == [["Oliver A. Unger", ["Oliver A. Unger (August 28, 1914 – March 27, 1981)."]],
                                  ["Ross Story", ["Ross Story (January 16, 1920 – May 9, 1991)."]]]
+
+
+def test_table_8_died_first_writes_dates_as_the_dataset_does_not_as_the_paragraph() -> None:
+    lotte = {"entity": "Lotte Backes", "date_of_birth": "May 2, 1901", "date_of_death": "May 12, 1990"}
+    willem = {"entity": "Willem van Haecht", "date_of_birth": "1593", "date_of_death": "12 July 1637"}
+    question = {"question": "Who died first, Lotte Backes or Willem van Haecht?", "entities": [lotte, willem]}
+    record = probe(question)
+    assert record["answer"] == "Willem van Haecht"
+    assert (record["ques_reason_1"], record["ans_reason_1"]) == ("Does May 12, 1990 come before July 12, 1637?", "no")
+    assert (record["ques_reason_2"], record["ans_reason_2"]) == ("Does May 12, 1990 come after July 12, 1637?", "yes")
+    assert record["ans_extract_2"] == "12 July 1637"  # extraction answers stay as written
+    year_only = probe(question, year_only=True)
+    assert [year_only[f"ques_reason_{k}"] for k in (1, 2)] == ["Does 1990 come before 1637?",
+                                                                 "Does 1990 come after 1637?"]
+
+
+def test_table_8_lived_longer_ages_full_and_year_only() -> None:
+    question = {"question": "Who lived longer, Andrzej Markowski or François Missoffe?", "entities": [
+        {"entity": "Andrzej Markowski", "date_of_birth": "22 August 1924", "date_of_death": "30 October 1986"},
+        {"entity": "François Missoffe", "date_of_birth": "13 October 1919", "date_of_death": "28 August 2003"}]}
+    record = probe(question)
+    assert record["answer"] == "François Missoffe"
+    assert record["ans_reason_1"] == {"year": 62, "month": 2, "day": 8}
+    assert record["ans_reason_2"] == {"year": 83, "month": 10, "day": 15}
+    older = "Is a 62-year-2-month-8-day-old person older than a 83-year-10-month-15-day-old person?"
+    assert (record["ques_reason_3"], record["ans_reason_3"]) in {
+        (older, "no"), (older.replace("older than", "younger than"), "yes")}
+    year_only = probe(question, year_only=True)  # 83 whole years, not 2003 - 1919 = 84
+    assert year_only["ans_reason_2"] == {"year": 83, "month": 0, "day": 0}
+    assert year_only["ques_reason_3"] in {"Is a 62-year-old person older than a 83-year-old person?",
+                                          "Is a 62-year-old person younger than a 83-year-old person?"}
 
 
 @pytest.mark.parametrize(
@@ -186,6 +217,7 @@ def test_every_table_1_phrase_flips_for_robustness() -> None:
         ({"comparison": "born first", "entities": [MACEO]}, "exactly two"),
         ({"comparison": "born first", "entities": [MACEO | {"date_of_birth": "Smarch 3, 1910"}, JACEK]},
          "bad date_of_birth"),
+        (FIGURE_1 | {"context": [["Maceo Anderson", "one sentence, not a list"]]}, "'context' must be"),
     ],
 )
 def test_bad_records_say_what_is_wrong(obj: dict[str, Any], message: str) -> None:

@@ -10,11 +10,13 @@ Input, one JSON object per line::
 ``question`` may be replaced by ``"comparison": "lived longer"`` (a phrase of :data:`COMPARISONS`).
 ``context`` (``[[title, [sentence, ...]], ...]``) is copied through, or built from the dates when absent.
 Output records use the HieraDate keys: ``ques_extract_k``/``ans_extract_k``/``ans_extract_k_date``,
-``ques_reason_k``/``ans_reason_k``, ``ques_robust``/``ans_robust``.
+``ques_reason_k``/``ans_reason_k``, ``ques_robust``/``ans_robust``. Extraction answers keep each date as the
+source wrote it; reasoning questions write dates as the released generator does (``May 09, 1991``, Table 8).
 """
 
 from __future__ import annotations
 
+import calendar
 import random
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -92,7 +94,7 @@ _PHRASE = re.compile("|".join(map(re.escape, sorted(COMPARISONS, key=len, revers
 class Person:
     """A person with a date of birth, a date of death when known, and each date as the source wrote it.
 
-    ISO dates (``1910-09-03``) are not kept as written: questions and answers show them rendered in words.
+    ISO dates (``1910-09-03``) are not kept as written: answers and built contexts show them rendered in words.
     """
 
     name: str
@@ -196,10 +198,15 @@ def _question_and_phrase(
 def _context(raw: Any, path: str | Path, line: int | None) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     if raw is None:
         return None
-    try:
-        return tuple((str(title), tuple(str(s) for s in sentences)) for title, sentences in raw)
-    except (TypeError, ValueError) as exc:
-        raise FormatError("'context' must be [[title, [sentence, ...]], ...]", path=path, line=line) from exc
+    if not isinstance(raw, list) or not all(_is_paragraph(p) for p in raw):
+        raise FormatError(f"'context' must be [[title, [sentence, ...]], ...], got {str(raw)[:80]}", path=path,
+                          line=line)
+    return tuple((title, tuple(sentences)) for title, sentences in raw)
+
+
+def _is_paragraph(raw: Any) -> bool:
+    return (isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], str) and isinstance(raw[1], list)
+            and all(isinstance(s, str) for s in raw[1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +223,10 @@ def hieradate_probes(
     """One HieraDate record per pair: main question and answer, extraction, reasoning and robustness probes.
 
     Templates are drawn with ``random.Random(config.seed)``: the same seed gives the same output. The
-    year-only version (paper 000) asks the reasoning questions with years only; ages are then whole years,
-    with month and day 0. A pair whose compared values are equal has no answer: :class:`FormatError`.
+    year-only version (paper 000) asks the reasoning questions with years only; an age is then the whole years
+    of the exact age (90 for Maceo Anderson, not 2001 - 1910; Table 8: 83, not 84) with month and day 0: they
+    are parts of a span, not missing date parts (those count as 1, appendix B.2, before any arithmetic). A
+    pair whose compared values are equal has no answer: :class:`FormatError`.
     """
     rng = random.Random(config.seed)
     for pair in pairs:
@@ -280,10 +289,18 @@ def _date_reasoning(
         first, second = dates[0].year, dates[1].year
         before, after = first < second, first > second
     else:
-        texts = [p.written(field) for p in people]
+        texts = [_reason_date(d) for d in dates]
         before, after = dates[0].filled() < dates[1].filled(), dates[0].filled() > dates[1].filled()
     fill = {"#date1": texts[0], "#date2": texts[1]}
     return [(_fill(REASON_BEFORE, fill), _yes_no(before)), (_fill(REASON_AFTER, fill), _yes_no(after))]
+
+
+def _reason_date(date: PartialDate) -> str:
+    """A date as the released generator writes reasoning questions, whatever the paragraph's form: 'May 09,
+    1991' (zero-padded day, paper 000 Table 8), 'May 1992', '1718'."""
+    if date.month is None or date.day is None:
+        return date.text()
+    return f"{calendar.month_name[date.month]} {date.day:02d}, {date.year}"
 
 
 def _age_reasoning(people: Sequence[Person], rng: random.Random, year_only: bool) -> list[tuple[str, Any]]:
