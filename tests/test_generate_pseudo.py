@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import re
@@ -115,6 +116,40 @@ def test_point_in_time_answers_match_the_fact_context(kramers: list[TemporalFact
     assert checked > 20
 
 
+_SHIFTED = re.compile(r"Which employer did .+ work for (?:(?P<years>\d+) years?)?(?: and )?"
+                      r"(?:(?P<months>\d+) months?)? (?P<side>after|before) he/she "
+                      r"(?P<verb>worked for|studied at|received) (?P<what>.+)\?")
+
+
+def test_l3_shifted_event_questions_match_the_fact_context(kramers: list[TemporalFact]) -> None:
+    """Table 12 (P108): 'Which employer did s work for Δt after he/she studied at o?': Δt after the event's end
+    (or before its start); ``date`` is that query time, as Complex-TR writes it."""
+    checked = 0
+    for record in pseudo_instruction_data(kramers, PseudoConfig(seed=8, n=1500, resample=False)):
+        match = _SHIFTED.fullmatch(record["question"])
+        if not match:
+            continue
+        delta = 12 * int(match["years"] or 0) + int(match["months"] or 0)
+        facts = spans(record["fact_context"])
+        [(start, end)] = [(s, e) for verb, what, s, e in facts if (verb, what) == (match["verb"], match["what"])]
+        when = end + delta if match["side"] == "after" else start - delta
+        expected = [what for verb, what, s, e in sorted(facts, key=lambda f: (f[2], f[1]))
+                    if verb == "worked for" and s <= when <= e]
+        assert record["text_answers"]["text"] == expected and expected
+        assert record["date"] == f"{_MONTHS[when % 12]} 01 {when // 12:04d}"
+        assert record["id"].startswith("L3M_")
+        checked += 1
+    assert checked > 10
+
+
+def test_date_is_in_the_form_complex_tr_analysis_parses(kramers: list[TemporalFact]) -> None:
+    for record in pseudo_instruction_data(kramers, PseudoConfig(seed=3, n=300, resample=False)):
+        parsed = datetime.datetime.strptime(record["date"], "%B %d %Y")  # Prompt_Experiments.ipynb's format
+        point = re.fullmatch(r"Which .+ in (\w+) (\d+)\?", record["question"])
+        if point:
+            assert (parsed.month, parsed.day, parsed.year) == (_MONTHS.index(point[1]) + 1, 1, int(point[2]))
+
+
 def test_ids_give_level_and_hops_and_load_as_complex_tr(tmp_path: Path, kramers: list[TemporalFact]) -> None:
     from odqa.datasets.complex_tr import load_complex_tr, parse_complex_tr_id
     from odqa.io import write_jsonl
@@ -175,6 +210,16 @@ def test_bad_facts_name_the_line_and_the_fix(tmp_path: Path, row: dict[str, Any]
     with pytest.raises(FormatError, match=message) as info:
         read_temporal_facts(path)
     assert info.value.line == 2
+
+
+def test_shift_never_moves_a_question_time_before_year_1(tmp_path: Path) -> None:
+    rows = [{"subject": "A", "relation": "P54", "object": "B", "start": "3", "end": "8"},
+            {"subject": "A", "relation": "P54", "object": "C", "start": "8", "end": "12"}]
+    facts = read_temporal_facts(write_facts(tmp_path / "facts.jsonl", rows))
+    records = list(pseudo_instruction_data(facts, PseudoConfig(seed=0, n=300, resample=False)))
+    assert min(int(r["date"].split()[-1]) for r in records) >= 1 and min(r["shift"] for r in records) >= 8
+    with pytest.raises(InputError, match="start in year 3: no shift up to 5 keeps"):
+        list(pseudo_instruction_data(facts, PseudoConfig(seed=0, max_shift=5)))
 
 
 def test_config_is_validated() -> None:

@@ -45,6 +45,8 @@ _MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", 
 #: Left edges of the 20-year bins; years before the first edge form bin 0, years from ``_BINS_END`` on no bin.
 _BIN_EDGES = (1900, 1920, 1940, 1960, 1980, 2000)
 _BINS_END = 2020
+#: The largest ``Δt`` (in months) a question puts between a fact and the time it asks about.
+_MAX_DELTA = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,12 @@ def _month_text(month: int) -> str:
     return f"{_MONTH_NAMES[index]} {year}"
 
 
+def _date_field(month: int) -> str:
+    """Complex-TR's ``date`` for a month index: 'May 01 1872' (``%B %d %Y``, the form its analysis parses)."""
+    year, index = divmod(month, 12)
+    return f"{_MONTH_NAMES[index]} 01 {year:04d}"
+
+
 def time_bin(year: int) -> int | None:
     """The resampling bin of ``year``: 0 before 1900, 1..6 for 1900-1919 .. 2000-2019, None from 2020 on."""
     if year >= _BINS_END:
@@ -211,11 +219,11 @@ def questions_for(group: Sequence[TemporalFact], rng: random.Random) -> list[Pse
         for question in (*_l2(fact, same, ask, rng), *_l3_neighbours(fact, same, ask)):
             found.setdefault(question.question, question)
         for relation, facts in by_relation.items():
-            if relation == fact.relation:
-                continue
-            during = _l3_during(fact, facts, RELATIONS[relation].ask.format(s=subject))
-            if during is not None:
-                found.setdefault(during.question, during)
+            other = RELATIONS[relation].ask.format(s=subject)
+            during = None if relation == fact.relation else _l3_during(fact, facts, other)
+            for l3 in (during, _l3_shifted(fact, facts, other, rng)):
+                if l3 is not None:
+                    found.setdefault(l3.question, l3)
     return list(found.values())
 
 
@@ -237,14 +245,12 @@ def _l2(
         questions.append(PseudoQuestion(
             "L2", "multi-hop", fact.relation, f"{ask} from {_month_text(first)} to {_month_text(last)}?",
             _holding(same, first, last), first))
-    delta = rng.randint(1, 120)
+    delta = rng.randint(1, _MAX_DELTA)
     before = rng.random() < 0.5
     reference = point + delta if before else point - delta
-    years, months = divmod(delta, 12)
-    span = " and ".join(p for p in (_count(years, "year"), _count(months, "month")) if p)
     questions.append(PseudoQuestion(
         "L2", "multi-hop", fact.relation,
-        f"{ask} {span} {'before' if before else 'after'} {_month_text(reference)}?",
+        f"{ask} {_span(delta)} {'before' if before else 'after'} {_month_text(reference)}?",
         _holding(same, point, point), reference))
     return questions
 
@@ -272,6 +278,30 @@ def _l3_during(event: TemporalFact, facts: Sequence[TemporalFact], ask: str) -> 
         return None
     clause = RELATIONS[event.relation].during.format(o=event.object)
     return PseudoQuestion("L3", "multi-hop", facts[0].relation, f"{ask} when {clause}?", answers, event.start)
+
+
+def _l3_shifted(
+    event: TemporalFact, facts: Sequence[TemporalFact], ask: str, rng: random.Random
+) -> PseudoQuestion | None:
+    """``... 2 years after he/she studied at O?`` (Table 12, P108): ``Δt`` after the event's end or before its
+    start; the reference time is that query time."""
+    delta = rng.randint(1, _MAX_DELTA)
+    after = rng.random() < 0.5
+    query = event.end + delta if after else event.start - delta
+    answers = _holding(facts, query, query)
+    if not answers:
+        return None
+    relation = RELATIONS[event.relation]
+    clause = relation.state.format(s="he/she" if relation.subject_kind == "person" else event.subject,
+                                   o=event.object)
+    return PseudoQuestion("L3", "multi-hop", facts[0].relation,
+                          f"{ask} {_span(delta)} {'after' if after else 'before'} {clause}?", answers, query)
+
+
+def _span(months: int) -> str:
+    """'3 years and 2 months' for a number of months."""
+    years, rest = divmod(months, 12)
+    return " and ".join(p for p in (_count(years, "year"), _count(rest, "month")) if p)
 
 
 def _count(value: int, unit: str) -> str:
@@ -319,7 +349,8 @@ def pseudo_instruction_data(facts: Sequence[TemporalFact], config: PseudoConfig)
     """Complex-TR-shaped pseudo examples (``id, question, date, text_answers.text, fact_context, context``).
 
     Ids follow Complex-TR's ``<level>_<subject>_<relation>_<n>``, level ``L2``/``L3`` for 1-hop questions and
-    ``L2M``/``L3M`` for multi-hop ones; ``shift`` records the group's ``Δt`` in years.
+    ``L2M``/``L3M`` for multi-hop ones; ``date`` is the reference time as Complex-TR writes it (``May 01 1872``);
+    ``shift`` records the group's ``Δt`` in years.
 
     Everything random comes from ``random.Random(config.seed)``: the same facts and seed give the same output.
     With ``config.n`` it makes as many passes over the groups as it takes to keep ``n`` examples.
@@ -335,8 +366,7 @@ def pseudo_instruction_data(facts: Sequence[TemporalFact], config: PseudoConfig)
     for round_index in _passes(config):
         kept_this_pass = 0
         for group_index, group in enumerate(groups):
-            earliest_year = min(f.start for f in group) // 12
-            shift = rng.randint(max(config.min_shift, 1 - earliest_year), config.max_shift)
+            shift = _draw_shift(group, config, rng)
             pseudo = _shift_and_rename(group, shift, rng)
             context = _fact_context(pseudo)
             for number, question in enumerate(questions_for(pseudo, rng)):
@@ -351,6 +381,17 @@ def pseudo_instruction_data(facts: Sequence[TemporalFact], config: PseudoConfig)
             raise InputError(f"a full pass over {len(groups)} subject groups kept no example: every bin the "
                              "shifted questions fell in has P_i = 0; add facts from other periods or turn "
                              "resampling off")
+
+
+def _draw_shift(group: Sequence[TemporalFact], config: PseudoConfig, rng: random.Random) -> int:
+    """``Δt`` in years, uniform in the configured range but never moving a fact, or a question time up to
+    ``_MAX_DELTA`` months before one, before year 1."""
+    earliest = min(f.start for f in group) // 12
+    low = max(config.min_shift, 1 + _MAX_DELTA // 12 - earliest)
+    if low > config.max_shift:
+        raise InputError(f"the facts of {group[0].subject!r} start in year {earliest}: no shift up to "
+                         f"{config.max_shift} keeps their questions after year 1; raise max_shift or drop them")
+    return rng.randint(low, config.max_shift)
 
 
 def _passes(config: PseudoConfig) -> Iterator[int]:
@@ -374,7 +415,7 @@ def _record(
     return {
         "id": f"{level}_{group_key}_{question.relation}_{number}",
         "question": question.question,
-        "date": _month_text(question.reference),
+        "date": _date_field(question.reference),
         "text_answers": {"text": list(question.answers)},
         "fact_context": context,
         "context": context,
