@@ -1,14 +1,24 @@
 """Answer metrics shared by every dataset: SQuAD normalisation, exact match, token F1, and DPR/FiD
-"has_answer" with answer recall@k."""
+"has_answer" with answer recall@k.
+
+has_answer follows DPR's ``has_answer`` (``match_type="string"``, which FiD and Atlas reuse): text and answer are
+Unicode NFD-normalised, split into tokens that are runs of letters, digits and combining marks or single other
+visible characters (DrQA's ``SimpleTokenizer``: punctuation is a token of its own, nothing is dropped) and
+lowercased; the answer matches where its tokens occur as a contiguous run of the text's tokens. One deliberate
+extension: a character of a script written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) is a token of
+its own, so a Japanese answer matches as a character span instead of almost never (DPR leaves a whole unspaced
+sentence as one token). Text without such characters is tokenised exactly as DPR does.
+"""
 
 from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-__all__ = ["exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1"]
+__all__ = ["answer_tokens", "exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1"]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = frozenset(string.punctuation)
@@ -42,6 +52,51 @@ def token_f1(prediction: str, golds: Iterable[str]) -> float:
     return max((_f1(pred, normalize_answer(g).split()) for g in golds), default=0.0)
 
 
+# Scripts written without spaces between words: each character is a token (see the module docstring).
+_UNSPACED = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),  # half-width Katakana
+    (0x20000, 0x3134F),  # CJK extensions B-G
+)
+
+
+def _unspaced(ch: str) -> bool:
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _UNSPACED)
+
+
+def answer_tokens(text: str) -> list[str]:
+    """The lowercased tokens has_answer compares (DPR's SimpleTokenizer over NFD text, see the module doc)."""
+    tokens: list[str] = []
+    run: list[str] = []
+    after_unspaced = False  # a combining mark right after an unspaced character (NFD kana) belongs to it
+    for ch in unicodedata.normalize("NFD", text):
+        kind = unicodedata.category(ch)[0]
+        if kind == "M" and not run and after_unspaced:
+            tokens[-1] += ch.lower()
+            continue
+        if kind in "LNM" and not _unspaced(ch):
+            run.append(ch)
+            after_unspaced = False
+            continue
+        if run:
+            tokens.append("".join(run).lower())
+            run = []
+        after_unspaced = kind in "LN"  # an unspaced letter (the only L/N that reaches here)
+        if kind not in "ZC":  # separators and control/format characters only split
+            tokens.append(ch.lower())
+    if run:
+        tokens.append("".join(run).lower())
+    return tokens
+
+
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     n = len(needle)
     first = needle[0]
@@ -50,10 +105,13 @@ def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
 
 
 def has_answer(text: str, golds: Iterable[str]) -> bool:
-    """True when a normalised gold answer occurs in ``text`` as a whole-token span (DPR/FiD semantics)."""
-    tokens = normalize_answer(text).split()
+    """True when a gold answer's tokens occur as a contiguous run of ``text``'s tokens (DPR/FiD has_answer).
+
+    An answer with no token (empty or blank) never matches (DPR would match it everywhere).
+    """
+    tokens = answer_tokens(text)
     for gold in golds:
-        needle = normalize_answer(gold).split()
+        needle = answer_tokens(gold)
         if needle and _contains(tokens, needle):
             return True
     return False

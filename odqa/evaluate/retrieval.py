@@ -2,7 +2,7 @@
 one answer-bearing passage among their first k ``ctxs`` (or ``passages``).
 
 By default a passage's has_answer is recomputed from its title-less text with
-:func:`~odqa.evaluate.has_answer` (normalised gold answer as a whole-token span); ``use_flags=True`` takes the
+:func:`~odqa.evaluate.has_answer` (DPR's token-span match); ``use_flags=True`` takes the
 file's own ``has_answer`` flags instead, as DPR's and FiD's evaluation scripts do. Questions without gold
 answers are skipped and counted.
 """
