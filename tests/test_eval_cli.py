@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -112,6 +113,12 @@ def test_jemhopqa_official_prediction_format(data_dir: Path, tmp_path: Path) -> 
     assert result["a"] == {"em": 1.0, "score": 1.0}
     assert result["er"] == {"prec": 1.0, "recall": 1.0, "f1": 1.0}
     assert "synonym matching" in result["note"]
+    # the notes are printed under the table, one per line, not as a table row
+    assert "note: SudachiPy dictionary: core (the official script uses full)\n" in stdout
+    if importlib.util.find_spec("chikkarpy") is None:
+        assert "note: synonym matching: off (chikkarpy is not installed" in stdout
+        assert "off (chikkarpy is not installed" in result["note"]
+    assert "│ note" not in stdout
 
 
 def test_hieradate_official_prediction_format(data_dir: Path, tmp_path: Path) -> None:
@@ -136,6 +143,7 @@ def test_hieradate_official_prediction_format(data_dir: Path, tmp_path: Path) ->
         (["--k=-3"], "got '-3'"),
         (["--k", ","], "got ','"),
         (["--official-split"], "--official-split applies to --dataset complex-tr only"),
+        (["--sudachi-dict", "core"], "--sudachi-dict and --synonym-dic apply to --dataset jemhopqa"),
     ],
 )
 def test_bad_options(data_dir: Path, args: list[str], message: str) -> None:
@@ -260,3 +268,39 @@ def test_read_predictions_reports_where_a_json_document_breaks(tmp_path: Path) -
     broken.write_text('[\n  {"question_id": "a", "pred": "x"},\n  {"question_id": "b" "pred": "y"}\n]\n', "utf-8")
     with pytest.raises(FormatError, match=r"malformed JSON \(Expecting ',' delimiter, line 3 column 23\)"):
         read_predictions(broken)
+
+
+def test_read_predictions_of_fid_and_atlas_readers(tmp_path: Path) -> None:
+    # FiD test_reader.py --write_results: "id<TAB>answer" per line (numeric ids, empty answers, tabs in answers)
+    fid = tmp_path / "final_output.txt"
+    fid.write_text("3\tParis\n4\t\n\nq5\tNew\tYork\n", encoding="utf-8")
+    assert read_predictions(fid) == {"3": "Paris", "4": "", "q5": "New\tYork"}
+    broken = tmp_path / "broken.txt"
+    broken.write_text("1\tParis\n2 London\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"broken\.txt:2: no tab in this line of id<TAB>answer predictions"):
+        read_predictions(broken)
+    dup = tmp_path / "dup.txt"
+    dup.write_text("1\tParis\n1\tLondon\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"dup\.txt:2: duplicate prediction for '1'"):
+        read_predictions(dup)
+    # Atlas evaluate.py --write_results: JSON Lines with the gold "answers" and the model's "generation"
+    atlas = _jsonl(tmp_path / "dev-step-100.jsonl", [
+        {"query": "?", "answers": ["Paris"], "generation": "paris", "passages": [], "id": "a"},
+        {"query": "?", "answers": [], "generation": "", "id": "b"},
+    ])
+    assert read_predictions(atlas) == {"a": "paris", "b": ""}
+    # a pretty-printed JSON object indented with tabs is still JSON
+    tabbed = tmp_path / "tabbed.json"
+    tabbed.write_text('{\n\t"a": "Paris"\n}\n', encoding="utf-8")
+    assert read_predictions(tabbed) == {"a": "Paris"}
+
+
+def test_fid_tsv_predictions_through_odqa_eval(tmp_path: Path) -> None:
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "0", "question": "?", "answers": ["Paris"]},
+                                            {"id": "1", "question": "?", "answers": ["Newcastle United"]}])
+    pred = tmp_path / "final_output.txt"
+    pred.write_text("0\tParis\n1\tNewcastle\n", encoding="utf-8")
+    out = tmp_path / "m.json"
+    assert _eval(pred, gold, "--json", out)[0] == 0
+    result = json.loads(out.read_text("utf-8"))
+    assert result["exact"] == 50.0 and result["f1"] == pytest.approx((1 + 2 / 3) / 2 * 100)

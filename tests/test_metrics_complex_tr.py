@@ -10,6 +10,7 @@ from odqa.datasets.complex_tr import load_complex_tr
 from odqa.errors import InputError
 from odqa.evaluate.complex_tr import (
     QuestionScores,
+    answer_count,
     evaluate_complex_tr,
     gold_answers,
     score_question,
@@ -93,6 +94,11 @@ def test_dataset_scores_default_mode(gold_and_predictions: tuple[list, dict[str,
     assert by_hops["multi-hop"]["Token_F1"] == pytest.approx((1 + 1 + 0.75) / 3 * 100)
     assert set(out["by_level"]) == {"L2", "L3"} and out["by_level"]["L3"]["total"] == 2
     assert out["by_level_hops"]["L3 multi-hop"]["total"] == 1
+    # paper 004 Table 7: on multi-answer questions EM (max over gold) overstates what set accuracy measures
+    multi = out["by_answers"]["multi-answer"]
+    assert multi["total"] == 3 and multi["EM"] == pytest.approx(200 / 3) and multi["Set_Acc"] == pytest.approx(100 / 3)
+    assert multi["Answer_F1"] == 50.0 and multi["Token_F1"] == pytest.approx((1 + 1 + 0.75) / 3 * 100)
+    assert out["by_answers"]["single-answer"]["total"] == 3 and out["by_answers"]["no-answer"]["total"] == 1
 
 
 def test_dataset_scores_official_mode(gold_and_predictions: tuple[list, dict[str, object]]) -> None:
@@ -120,3 +126,10 @@ def test_a_non_string_prediction_is_rejected(gold_and_predictions: tuple[list, d
     examples, predictions = gold_and_predictions
     with pytest.raises(InputError, match="must be an answer string, got list"):
         evaluate_complex_tr(examples, {**predictions, "L3_Q1000_P69_2": ["a", "b"]})
+
+
+def test_answer_count_uses_the_answers_as_compared() -> None:
+    assert answer_count(["Paris", "paris.", "The Paris"]) == "single-answer"  # one SQuAD form
+    assert answer_count(["Paris", "paris."], official=True) == "multi-answer"  # the official lowercase+strip
+    assert answer_count([]) == answer_count(["", "the"]) == "no-answer"
+    assert answer_count(["Tesla", "SpaceX"]) == "multi-answer"

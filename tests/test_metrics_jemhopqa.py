@@ -138,7 +138,7 @@ def test_synonyms_through_chikkarpy_when_installed(monkeypatch: pytest.MonkeyPat
     with_synonyms = TokenSimilarity(dictionary="core", user_dic=user_dic)
     assert with_synonyms.synonyms and with_synonyms("出版日", "発行日") == 1.0
     out = evaluate_jemhopqa([], {}, similarity=with_synonyms)
-    assert "synonym matching: on" in str(out["note"])
+    assert "synonym matching: on (chikkarpy, with user.dic)" in str(out["note"])
     with pytest.raises(InputError, match="no such synonym dictionary"):
         TokenSimilarity(dictionary="core", user_dic=tmp_path / "missing.dic")
 
@@ -164,3 +164,17 @@ def test_flatten_derivations() -> None:
         flatten_derivations([["A", "r", 3]], "p")
     with pytest.raises(InputError, match=r"is not \[subject, relation, \[object, ...\]\]"):
         flatten_derivations([["A", "r"]], "p")
+
+
+def test_a_synonym_dictionary_without_chikkarpy_is_checked_and_reported(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("chikkarpy") is not None:
+        pytest.skip("chikkarpy is installed")
+    with pytest.raises(InputError, match="no such synonym dictionary"):
+        TokenSimilarity(dictionary="core", user_dic=tmp_path / "missing.dic")
+    user_dic = tmp_path / "user.dic"
+    user_dic.write_bytes(b"")
+    out = evaluate_jemhopqa([], {}, similarity=TokenSimilarity(dictionary="core", user_dic=user_dic))
+    assert "synonym matching: off (chikkarpy is not installed" in str(out["note"])
+    assert "--synonym-dic user.dic was not used (it needs chikkarpy)" in str(out["note"])

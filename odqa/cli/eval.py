@@ -11,7 +11,7 @@ from rich.console import Console
 from odqa.cli._app import app, console, guarded
 from odqa.config import write_resolved
 from odqa.errors import ConfigError
-from odqa.evaluate.report import to_table, write_json
+from odqa.evaluate.report import notes, to_table, write_json
 from odqa.evaluate.retrieval import DEFAULT_KS
 from odqa.evaluate.run import DATASETS, EvalConfig, run_eval
 
@@ -19,7 +19,8 @@ __all__ = ["eval_command"]
 
 
 PredArg = Annotated[Path, typer.Argument(
-    help="Predictions: odqa JSON Lines {id, prediction}, {id: answer}, or the dataset's official format; "
+    help="Predictions: odqa JSON Lines {id, prediction}, {id: answer}, FiD id<TAB>answer lines, Atlas JSON Lines "
+         "(generation), or the dataset's official format; "
          "for --dataset fid without GOLD, a FiD file whose passages are scored.")]
 GoldArg = Annotated[Path | None, typer.Argument(help="The dataset's gold file (none for fid recall@k).")]
 DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help=f"One of: {', '.join(DATASETS)}.")]
@@ -77,7 +78,10 @@ def eval_command(
     result = run_eval(config)
     what = "retrieval" if gold is None else dataset
     digits = 4 if dataset == "jemhopqa" or gold is None else 2  # fractions; the others are percentages
-    Console().print(to_table(result, title=f"odqa eval: {what}", digits=digits))
+    out = Console()
+    out.print(to_table(result, title=f"odqa eval: {what}", digits=digits))
+    for line in notes(result):
+        out.print(f"note: {line}", highlight=False, soft_wrap=True)
     if json_out is not None:
         write_json(json_out, result)
         write_resolved(config, json_out)

@@ -1,5 +1,6 @@
 """Complex-TR metrics (paper 004 section 4.2): EM, token F1, set accuracy and answer F1, overall, for
-answerable/unanswerable questions, and per level (L2/L3) and temporal hop count (1-hop/multi-hop).
+answerable/unanswerable questions, per level (L2/L3) and temporal hop count (1-hop/multi-hop), and for single-
+and multi-answer questions (Table 7).
 
 Two modes, both averaged over questions and reported as percentages under the official key names:
 
@@ -24,7 +25,9 @@ from odqa.evaluate._common import answer_string, check_missing, mean
 from odqa.evaluate.answers import exact_match, normalize_answer, token_f1
 from odqa.records import Example
 
-__all__ = ["QuestionScores", "evaluate_complex_tr", "gold_answers", "score_question", "split_prediction"]
+__all__ = [
+    "QuestionScores", "answer_count", "evaluate_complex_tr", "gold_answers", "score_question", "split_prediction",
+]
 
 _SEPARATOR = re.compile(r"\s*\$and\s*")
 _AND_WORD = re.compile(r"\s+and\s+")
@@ -97,7 +100,8 @@ def evaluate_complex_tr(
     official: bool = False,
     ignore_missing: bool = False,
 ) -> dict[str, object]:
-    """Scores over all questions, the official ``HasAns_``/``NoAns_`` keys, and per level and hop count.
+    """Scores over all questions, the official ``HasAns_``/``NoAns_`` keys, per level and hop count and per
+    number of gold answers.
 
     ``examples`` come from :func:`odqa.datasets.complex_tr.load_complex_tr` (their ``meta`` carries
     ``level`` and ``hops``); ``predictions`` map question id to the predicted string.
@@ -120,10 +124,17 @@ def evaluate_complex_tr(
     out["by_level"] = _grouped(scored, lambda e: str(e.meta.get("level", "unknown")))
     out["by_hops"] = _grouped(scored, lambda e: str(e.meta.get("hops", "unknown")))
     out["by_level_hops"] = _grouped(scored, lambda e: f"{e.meta.get('level', '?')} {e.meta.get('hops', '?')}")
+    out["by_answers"] = _grouped(scored, lambda e: answer_count(e.answers, official=official))
     out["mode"] = "official" if official else "default"
     if len(kept) < len(golds):
         out["missing"] = len(golds) - len(kept)
     return out
+
+
+def answer_count(answers: Iterable[str], *, official: bool = False) -> str:
+    """``single-answer``, ``multi-answer`` (paper 004 Table 7) or ``no-answer``: distinct gold answers as compared."""
+    distinct = set(gold_answers(answers, official=official)) - {""}
+    return "no-answer" if not distinct else "single-answer" if len(distinct) == 1 else "multi-answer"
 
 
 def _grouped(

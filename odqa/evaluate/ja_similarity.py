@@ -69,6 +69,8 @@ def _load_dictionary(sudachipy: Any, requested: str | None) -> tuple[str, Any]:
 
 
 def _synonym_finder(user_dic: Path | None) -> Any:
+    if user_dic is not None and not user_dic.is_file():  # a wrong path is an error with or without chikkarpy
+        raise InputError(f"{user_dic}: no such synonym dictionary (the JEMHopQA repository's user.dic)")
     if importlib.util.find_spec("chikkarpy") is None:
         return None
     chikkarpy = require("chikkarpy", "ja")
@@ -76,8 +78,6 @@ def _synonym_finder(user_dic: Path | None) -> Any:
     finder = chikkarpy.Chikkar()
     finder.add_dictionary(dictionarylib.Dictionary())
     if user_dic is not None:
-        if not user_dic.is_file():
-            raise InputError(f"{user_dic}: no such synonym dictionary (the JEMHopQA repository's user.dic)")
         try:
             finder.add_dictionary(dictionarylib.Dictionary(str(user_dic)))
         except Exception as exc:  # chikkarpy raises its own (and plain struct/OS) errors for a bad dictionary
@@ -93,8 +93,11 @@ class TokenSimilarity:
     def __init__(self, *, dictionary: str | None = None, user_dic: str | Path | None = None) -> None:
         sudachipy = require("sudachipy", "ja")
         self.dictionary, loaded = _load_dictionary(sudachipy, dictionary)
-        self._tokenizer = loaded.tokenizer(mode=sudachipy.SplitMode.C)
-        self._synonyms = _synonym_finder(None if user_dic is None else Path(user_dic))
+        # Dictionary.tokenizer (SudachiPy 0.7) replaces create (0.6, what the official script calls): same tokenizer
+        make = getattr(loaded, "tokenizer", None) or loaded.create
+        self._tokenizer = make(mode=sudachipy.SplitMode.C)
+        self.user_dic = None if user_dic is None else Path(user_dic)
+        self._synonyms = _synonym_finder(self.user_dic)
         self._tokens: dict[str, list[frozenset[str]]] = {}
         self._scores: dict[tuple[str, str], float] = {}
 

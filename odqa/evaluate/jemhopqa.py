@@ -65,37 +65,52 @@ def alignment_score(
 
 @dataclass(frozen=True, slots=True)
 class _QuestionScores:
-    em: float
-    score: float
-    derivation: Mapping[str, tuple[float, float, float]]  # dim -> (precision, recall, f1)
+    answer: tuple[float, float] | None  # (em, score); None: not scored (no answer, --ignore-missing)
+    derivation: Mapping[str, tuple[float, float, float]] | None  # dim -> (precision, recall, f1); None: not scored
 
 
-def _score(example: Example, pred: Mapping[str, Any], similarity: TokenSimilarity) -> _QuestionScores:
-    answer = pred.get("answer")
+def _answer_scores(example: Example, answer: object, similarity: TokenSimilarity) -> tuple[float, float]:
     gold_answer = example.answers[0] if example.answers else ""
-    if isinstance(answer, str) and answer:
-        em = float(normalize_ja_answer(answer) == normalize_ja_answer(gold_answer))
-        score = similarity(answer, gold_answer)
-    else:
-        em = score = 0.0
-    pred_triples = flatten_derivations(pred.get("derivations"), f"prediction for {example.id!r}")
+    if not isinstance(answer, str) or not answer:  # as the official script: an empty or non-string answer is 0
+        return 0.0, 0.0
+    return float(normalize_ja_answer(answer) == normalize_ja_answer(gold_answer)), similarity(answer, gold_answer)
+
+
+def _derivation_scores(
+    example: Example, derivations: object, similarity: TokenSimilarity
+) -> dict[str, tuple[float, float, float]]:
+    pred_triples = flatten_derivations(derivations, f"prediction for {example.id!r}")
     gold_triples = flatten_derivations(list(example.meta.get("derivations", [])), f"gold {example.id!r}")
-    derivation = {}
+    out = {}
     for dim in _DIMS:
         matched = alignment_score(pred_triples, gold_triples, similarity, dim)
         precision = matched / len(pred_triples) if pred_triples else 0.0
         recall = matched / len(gold_triples) if gold_triples else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-        derivation[dim] = (precision, recall, f1)
-    return _QuestionScores(em=em, score=score, derivation=derivation)
+        out[dim] = (precision, recall, f1)
+    return out
+
+
+def _score(
+    example: Example, pred: Mapping[str, Any], similarity: TokenSimilarity, *, ignore_missing: bool
+) -> _QuestionScores:
+    """A part missing from the prediction scores 0, or, with ``ignore_missing``, is left out of that part's
+    averages (the official script's ``-ig`` skips a question per part: answers and derivations apart)."""
+    answer = None if ignore_missing and "answer" not in pred else _answer_scores(example, pred.get("answer"),
+                                                                                  similarity)
+    derivation = None if ignore_missing and "derivations" not in pred else _derivation_scores(
+        example, pred.get("derivations"), similarity)
+    return _QuestionScores(answer=answer, derivation=derivation)
 
 
 def _summary(rows: Sequence[_QuestionScores]) -> dict[str, dict[str, float | None]]:
+    answers = [r.answer for r in rows if r.answer is not None]
     out: dict[str, dict[str, float | None]] = {
-        "a": {"em": mean([r.em for r in rows]), "score": mean([r.score for r in rows])}
+        "a": {"em": mean([a[0] for a in answers]), "score": mean([a[1] for a in answers])}
     }
+    derivations = [r.derivation for r in rows if r.derivation is not None]
     for dim in _DIMS:
-        values = [r.derivation[dim] for r in rows]
+        values = [d[dim] for d in derivations]
         out[dim] = {name: mean([v[i] for v in values]) for i, name in enumerate(("prec", "recall", "f1"))}
     return out
 
@@ -121,29 +136,38 @@ def evaluate_jemhopqa(
     kept = check_missing([e.id for e in golds], predictions, ignore_missing=ignore_missing)
     similarity = similarity or TokenSimilarity()
     rows: list[tuple[str, _QuestionScores]] = []
-    no_derivations = 0
+    no_answer = no_derivations = 0
     for example in golds:
         if example.id in kept:
             record = _as_record(example.id, predictions[example.id])
+            no_answer += "answer" not in record
             no_derivations += "derivations" not in record
-            rows.append((str(example.meta.get("type", "unknown")), _score(example, record, similarity)))
+            scores = _score(example, record, similarity, ignore_missing=ignore_missing)
+            rows.append((str(example.meta.get("type", "unknown")), scores))
     out: dict[str, object] = dict(_summary([r for _, r in rows]))
     out["by_type"] = {t: _summary([r for k, r in rows if k == t]) for t in sorted({k for k, _ in rows})}
     out["total"] = len(rows)
     if len(kept) < len(golds):
         out["missing"] = len(golds) - len(kept)
-    out["note"] = _note(similarity, no_derivations)
+    out["note"] = _note(similarity, no_answer, no_derivations, ignore_missing=ignore_missing)
     return out
 
 
-def _note(similarity: TokenSimilarity, no_derivations: int) -> str:
+def _note(similarity: TokenSimilarity, no_answer: int, no_derivations: int, *, ignore_missing: bool) -> str:
     notes = [f"SudachiPy dictionary: {similarity.dictionary}"
              + ("" if similarity.dictionary == "full" else " (the official script uses full)")]
-    notes.append(
-        "synonym matching: on (chikkarpy)" if similarity.synonyms else
-        "synonym matching: off (chikkarpy is not installed; the official script uses it, so similarity "
-        "scores can be lower)"
-    )
+    user_dic = similarity.user_dic
+    if similarity.synonyms:
+        notes.append("synonym matching: on (chikkarpy" + (f", with {user_dic.name})" if user_dic else
+                                                          ", without the dataset's user.dic: pass --synonym-dic)"))
+    else:
+        notes.append("synonym matching: off (chikkarpy is not installed, but the official script uses it: "
+                     "similarity scores, and so a.score, e, r and er, can be lower than the script's)")
+        if user_dic is not None:
+            notes.append(f"--synonym-dic {user_dic.name} was not used (it needs chikkarpy)")
+    how = "left out of those averages" if ignore_missing else "scored as empty"
+    if no_answer:
+        notes.append(f"{no_answer} predictions had no answer ({how})")
     if no_derivations:
-        notes.append(f"{no_derivations} predictions had no derivations (scored as empty)")
-    return "; ".join(notes)
+        notes.append(f"{no_derivations} predictions had no derivations ({how})")
+    return "; ".join(notes)  # parts hold no ";": the CLI prints one per line

@@ -8,7 +8,9 @@ Accepted shapes:
 - JEMHopQA: ``{"answer": {qid: str}, "derivations": {qid: [[subj, rel, [obj, ...]], ...]}}``, read as
   ``{qid: {"answer", "derivations"}}``;
 - HieraDate: ``[{"_id", "answer", "ans_extract_1", ...}]``, read as ``{qid: {...the other keys}}``; so is
-  any record with an id and no prediction key.
+  any record with an id and no prediction key;
+- readers: FiD's ``final_output.txt`` (``test_reader.py --write_results``: one ``id<TAB>answer`` line per
+  question) and Atlas' ``*-step-*.jsonl`` (``{"id", "query", "answers", "generation", ...}``).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from odqa.io import open_text, read_jsonl, reading
 __all__ = ["read_predictions"]
 
 _ID_KEYS = ("id", "_id", "question_id", "qid")
-_VALUE_KEYS = ("prediction", "pred", "prediction_text")
-_SHAPES = ('accepted: JSON Lines of {"id": ..., "prediction": ...}, a JSON object {id: answer}, or the '
-           "dataset's official prediction format (see docs/metrics.md)")
+_VALUE_KEYS = ("prediction", "pred", "prediction_text", "generation")
+_SHAPES = ('accepted: JSON Lines of {"id": ..., "prediction": ...}, a JSON object {id: answer}, FiD '
+           "id<TAB>answer lines, or the dataset's official prediction format (see docs/metrics.md)")
 
 
 def _record_value(obj: Mapping[str, Any], path: Path, line: int | None) -> tuple[str, object]:
@@ -63,7 +65,9 @@ def _from_object(obj: dict[str, Any], path: Path) -> dict[str, object]:
     if isinstance(answers, dict) and isinstance(derivations, dict) and set(obj) <= {"answer", "derivations"}:
         out: dict[str, object] = {}
         for qid in dict.fromkeys([*answers, *derivations]):
-            record = {"answer": answers.get(qid)}
+            record: dict[str, object] = {}  # a part the file lacks stays absent: the evaluator scores or skips it
+            if qid in answers:
+                record["answer"] = answers[qid]
             if qid in derivations:
                 record["derivations"] = derivations[qid]
             out[str(qid)] = record
@@ -81,6 +85,33 @@ def _first_line_is_object(text: str) -> bool:
         return False
 
 
+def _first_line_is_tsv(text: str) -> bool:
+    """FiD's ``id<TAB>answer`` lines: the first line has a tab and is not JSON by itself."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if "\t" not in first:
+        return False
+    try:
+        json.loads(first)
+    except (json.JSONDecodeError, RecursionError):
+        return True
+    return False
+
+
+def _from_tsv(text: str, path: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        qid, tab, answer = line.partition("\t")
+        if not tab:
+            raise FormatError(f"no tab in this line of id<TAB>answer predictions (FiD's final_output.txt): "
+                              f"{line[:60]!r}", path=path, line=number)
+        if qid in out:
+            raise FormatError(f"duplicate prediction for {qid!r}", path=path, line=number)
+        out[qid] = answer
+    return out
+
+
 def read_predictions(path: str | Path) -> dict[str, object]:
     """``{question id: prediction}`` from any accepted shape; a bad file raises with its line number."""
     path = Path(path)
@@ -95,6 +126,8 @@ def read_predictions(path: str | Path) -> dict[str, object]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if _first_line_is_tsv(text):
+            return _from_tsv(text, path)
         if exc.msg == "Extra data" or _first_line_is_object(text):
             return _from_records(read_jsonl(path), path)  # JSON Lines; a bad line is reported by number
         raise FormatError(f"malformed JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); {_SHAPES}",

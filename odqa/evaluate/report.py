@@ -10,7 +10,7 @@ from rich.table import Table
 
 from odqa.io import atomic_write
 
-__all__ = ["flatten", "to_table", "write_json"]
+__all__ = ["flatten", "notes", "to_table", "write_json"]
 
 
 def flatten(result: Mapping[str, object], prefix: str = "") -> Iterator[tuple[str, object]]:
@@ -32,13 +32,20 @@ def _cell(value: object, digits: int) -> str:
 
 
 def to_table(result: Mapping[str, object], *, title: str, digits: int = 2) -> Table:
-    """A two-column table (metric, value) of every leaf of ``result``."""
+    """A two-column table (metric, value) of every leaf of ``result`` but its notes (see :func:`notes`)."""
     table = Table(title=title, show_lines=False)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for path, value in flatten(result):
-        table.add_row(path, _cell(value, digits))
+        if path != "note":
+            table.add_row(path, _cell(value, digits))
     return table
+
+
+def notes(result: Mapping[str, object]) -> list[str]:
+    """The parts of ``result["note"]`` (how the numbers were computed), one line each, for under the table."""
+    note = result.get("note")
+    return [part.strip() for part in note.split(";") if part.strip()] if isinstance(note, str) else []
 
 
 def write_json(path: str | Path, result: Mapping[str, object]) -> None:

@@ -43,6 +43,8 @@ class EvalConfig:
             raise ConfigError("--official-split applies to --dataset complex-tr only")
         if self.use_file_flags and not (self.dataset == "fid" and self.gold is None):
             raise ConfigError("--use-file-flags applies to retrieval recall (--dataset fid, one file) only")
+        if (self.sudachi_dict is not None or self.synonym_dic is not None) and self.dataset != "jemhopqa":
+            raise ConfigError("--sudachi-dict and --synonym-dic apply to --dataset jemhopqa only")
         if self.sudachi_dict not in (None, "full", "core"):
             raise ConfigError(f"sudachi dictionary {self.sudachi_dict!r} is not valid; choose full or core")
 
