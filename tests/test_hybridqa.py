@@ -107,6 +107,27 @@ def test_passage_retrieval_links_the_cells_of_the_matched_passage(tables: Path) 
     question = "What is the nationality of the manager who was born on 15 February 1968 ?"
     links = TableRetriever(load_table(tables, MOHUN)).link(question)
     assert [(c.row, c.column, c.source) for c in links[:2]] == [(2, 0, "passage"), (11, 0, "passage")]
+    # only Karim Bencherifa's passage is within tau (TF-IDF on "15 february 1968") or the best substring match;
+    # the other 20-odd passages, which share a word or two with the question, link nothing
+    assert {(c.row, c.column) for c in links if c.source == "passage"} == {(2, 0), (11, 0)}
+
+
+def test_passage_linking_is_the_papers_ensemble_of_tfidf_2_3_grams_and_longest_substring() -> None:
+    table = Table(id="t", title="Players", header=("Player", "Club"),
+                  rows=((Cell("Ana", ("/wiki/A",)), Cell("Partizan")), (Cell("Bo", ("/wiki/B",)), Cell("Dinamo"))),
+                  passages={"/wiki/A": "Ana was born in Kraljevo . She played in Serbia .",
+                            "/wiki/B": "Bo was born in Split , Croatia . He played in Zagreb ."})
+    retriever = TableRetriever(table)
+    # one shared content word is no 2-3 gram: TF-IDF finds nothing, the longest substring ("kraljevo") does
+    links = retriever.link("Which club did the player from Kraljevo join ?")
+    assert [(c.row, c.column, c.source) for c in links] == [(0, 0, "passage")]
+    # a shared bigram ("split croatia") is a TF-IDF match; B wins both retrievers, so only B's cell links
+    links = retriever.link("Which club signed the player born in Split , Croatia ?")
+    assert [(c.row, c.column, c.source) for c in links] == [(1, 0, "passage")]
+    [hits] = retriever.search(["Which club signed the player born in Split , Croatia ?"], k=2)
+    assert [h.passage.id for h in hits] == ["t#row=1", "t#/wiki/B"]  # the linked row, then its passage
+    with pytest.raises(ConfigError, match="tau"):
+        TableRetriever(table, tau=1.5)
 
 
 def gold_ids(question: dict[str, Any]) -> set[str]:
@@ -119,15 +140,18 @@ def gold_ids(question: dict[str, Any]) -> set[str]:
 
 
 def test_answer_bearing_row_or_passage_is_in_the_top_3(tables: Path, traced: list[dict[str, Any]]) -> None:
-    ranks = {}
+    ranks, top3 = {}, {}
     for question in traced:
         retriever = TableRetriever(load_table(tables, question["table_id"]))
         [hits] = retriever.search([question["question"]], k=10)
         ids = [hit.passage.id for hit in hits]
         ranks[question["question_id"]] = min(ids.index(g) + 1 for g in gold_ids(question) if g in ids)
-    # measured: Bosaso's passage (Gulf of Aden) is 2nd, after its row (550,000); Karim Bencherifa's row
-    # (Nationality: Morocco) is 1st, his passage (born 15 February 1968) 2nd
+        top3[question["question_id"]] = [i.split("#", 1)[1] for i in ids[:3]]
+    # measured: Bosaso's passage (Gulf of Aden) is 2nd, after its row (550,000); Karim Bencherifa's two rows
+    # (Nationality: Morocco) are 1st and 2nd, his passage (born 15 February 1968) 3rd
     assert ranks == {"00ad8c3df9fa9da0": 2, "00c4fbc89bffe739": 1}
+    assert top3 == {"00ad8c3df9fa9da0": ["row=2", "/wiki/Bosaso", "/wiki/Bari"],
+                    "00c4fbc89bffe739": ["row=2", "row=11", "/wiki/Karim_Bencherifa"]}
 
 
 def test_search_is_batch_first_and_sorted(tables: Path) -> None:
@@ -141,3 +165,35 @@ def test_search_is_batch_first_and_sorted(tables: Path) -> None:
     assert len(retriever.search(["x"], k=1000)[0]) == 18 + 34
     with pytest.raises(ConfigError, match="k must be"):
         retriever.search(["x"], k=0)
+
+
+def test_the_two_tables_scored_end_to_end_by_odqa_eval(root: Path, tables: Path, tmp_path: Path) -> None:
+    """Loader -> TableRetriever -> FiD file -> recall@k; official predictions -> in-table / in-passage EM and F1
+    against the official reference entries of these two questions (00ad...: passage, 00c4...: table)."""
+    from odqa.evaluate.run import EvalConfig, run_eval
+    from odqa.io import example_to_fid, write_fid
+
+    examples = list(load_hybridqa(root / "sample_dev_questions.traced.json", tables))
+    records = []
+    for example in examples:
+        [hits] = TableRetriever(load_table(tables, example.meta["table_id"])).search([example.question], k=10)
+        records.append(example_to_fid(example, hits))
+    fid = tmp_path / "retrieved.jsonl"
+    write_fid(fid, records)
+    recall = run_eval(EvalConfig(dataset="fid", predictions=str(fid), ks=(1, 2, 10)))
+    # "Morocco" is in the first row passage of its question; "Gulf of Aden" in the second passage (Bosaso's)
+    assert (recall["recall@1"], recall["recall@2"], recall["recall@10"]) == (0.5, 1.0, 1.0)
+
+    reference = root / "dev_reference.traced.json"
+    oracle = tmp_path / "oracle.json"
+    oracle.write_text(json.dumps([{"question_id": e.id, "pred": e.answers[0]} for e in examples]), "utf-8")
+    assert run_eval(EvalConfig(dataset="hybridqa", predictions=str(oracle), gold=str(reference))) == {
+        "table exact": 100.0, "table f1": 100.0, "passage exact": 100.0, "passage f1": 100.0,
+        "total exact": 100.0, "total f1": 100.0, "total": 2}
+    perturbed = tmp_path / "perturbed.json"
+    perturbed.write_text(json.dumps([{"question_id": "00ad8c3df9fa9da0", "pred": "the Aden"},
+                                     {"question_id": "00c4fbc89bffe739", "pred": "Moroccan"}]), "utf-8")
+    # "the Aden" -> [aden] vs [gulf, of, aden]: P 1, R 1/3, F1 0.5; "Moroccan" shares no token with "Morocco"
+    assert run_eval(EvalConfig(dataset="hybridqa", predictions=str(perturbed), gold=str(reference))) == {
+        "table exact": 0.0, "table f1": 0.0, "passage exact": 0.0, "passage f1": 50.0,
+        "total exact": 0.0, "total f1": 25.0, "total": 2}

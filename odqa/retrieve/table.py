@@ -6,24 +6,27 @@ Linking finds the cells a question points at, from two sources:
   question compares with ("more than 300,000", "after 2000": ``greater``/``less``), or is the maximum or
   minimum of its column when the question uses a superlative ("highest", "earliest": ``argmax``/``argmin``);
   a column whose header the question names is preferred;
-- passage retrieval: TF-IDF over word unigrams and bigrams between the question and every linked passage
-  (similarity normalised by the best passage); a retrieved passage links the cells that carry it.
+- passage retrieval, the paper's ensemble of two retrievers over the sentences of every linked passage: TF-IDF
+  over word 2-3 grams (stopwords dropped) with cosine similarity, and the longest common substring as a share of
+  the question (``1 - distance`` in the released ``preprocessing.py``). Each retriever keeps the passages whose
+  best sentence is within distance ``tau`` (similarity ``>= 1 - tau``), or, when none is, its single best
+  passage; a retrieved passage links the cells that carry it, scored by its similarity.
 
 Ranking: a row scores its best linked cell (passage links weighted by ``passage_weight``), plus a small share
-of its own TF-IDF similarity; a linked passage scores the best of its own link (``passage_weight`` times its
-similarity) and a hop from its best row (the row's score times ``hop + (1 - hop) * similarity``, never above
-the row). So the passages of a matched row follow it (Table -> Passage), and the rows of a matched passage
-rise with it (Passage -> Table).
+of its own TF-IDF similarity; a linked passage scores the best of its own similarity (the better retriever's,
+times ``passage_weight``) and a hop from its best row (the row's score times ``hop + (1 - hop) * similarity``,
+never above the row). So the passages of a matched row follow it (Table -> Passage), and the rows of a matched
+passage rise with it (Passage -> Table).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Literal
 
 from odqa.datasets.hybridqa import Table, table_passages
@@ -51,6 +54,9 @@ _DATE_MIN = frozenset({"earliest", "first", "oldest"})
 _DATE_MAX = frozenset({"latest", "last", "newest", "recent"})
 
 _SCORES: dict[Source, float] = {"exact": 1.0, "greater": 0.9, "less": 0.9, "argmax": 0.9, "argmin": 0.9}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: Similarities at or below this never link (the released code ignores distances of 0.95 and more).
+_FLOOR = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,21 +87,18 @@ def _date(text: str) -> int | None:
 
 
 class _TfIdf:
-    """Cosine similarity over sublinear TF-IDF vectors of word unigrams and bigrams."""
+    """Cosine similarity over sublinear TF-IDF vectors of word n-grams (``sizes``), stopwords dropped first."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], sizes: tuple[int, ...]) -> None:
+        self._sizes = sizes
         grams = [self._grams(t) for t in texts]
         df = Counter(g for doc in grams for g in set(doc))
         self._idf = {g: math.log((1 + len(texts)) / (1 + n)) + 1.0 for g, n in df.items()}
         self._vectors = [self._vector(doc) for doc in grams]
 
-    @staticmethod
-    def _grams(text: str) -> Counter[str]:
-        words = _tokens(text)
-        grams = Counter(w for w in words if w not in _STOPWORDS)
-        grams.update(f"{a} {b}" for a, b in itertools.pairwise(words)
-                     if a not in _STOPWORDS or b not in _STOPWORDS)
-        return grams
+    def _grams(self, text: str) -> Counter[str]:
+        words = [w for w in _tokens(text) if w not in _STOPWORDS]
+        return Counter(" ".join(words[i:i + n]) for n in self._sizes for i in range(len(words) - n + 1))
 
     def _vector(self, grams: Counter[str]) -> dict[str, float]:
         weights = {g: (1 + math.log(n)) * self._idf[g] for g, n in grams.items() if g in self._idf}
@@ -107,22 +110,43 @@ class _TfIdf:
         return [sum(w * doc.get(g, 0.0) for g, w in query.items()) for doc in self._vectors]
 
 
+def _longest_common(question: str, sentence: str) -> int:
+    """Length of the longest common substring (characters) of two lowercased strings."""
+    matcher = SequenceMatcher(None, question, sentence, autojunk=False)
+    return matcher.find_longest_match(0, len(question), 0, len(sentence)).size
+
+
+def _retrieved(similarities: Sequence[float], tau: float) -> list[int]:
+    """Passages within distance ``tau``, else the single best one (at least ``_FLOOR`` similar, if any)."""
+    within = [i for i, sim in enumerate(similarities) if sim > _FLOOR and 1.0 - sim <= tau]
+    if within or not similarities:
+        return within
+    best = max(range(len(similarities)), key=similarities.__getitem__)
+    return [best] if similarities[best] > _FLOOR else []
+
+
 class TableRetriever:
     """Ranks one table's row passages and linked passages for each question, best first (a Retriever)."""
 
-    def __init__(self, table: Table, *, hop: float = 0.9, passage_weight: float = 0.8) -> None:
-        if not 0.0 <= hop <= 1.0 or not 0.0 <= passage_weight <= 1.0:
-            raise ConfigError(f"hop and passage_weight must lie in [0, 1], got {hop} and {passage_weight}")
+    def __init__(self, table: Table, *, hop: float = 0.9, passage_weight: float = 0.8, tau: float = 0.7) -> None:
+        if not all(0.0 <= value <= 1.0 for value in (hop, passage_weight, tau)):
+            raise ConfigError(f"hop, passage_weight and tau must lie in [0, 1], got {hop}, {passage_weight} and "
+                              f"{tau}")
         self.table = table
         self._hop = hop
         self._passage_weight = passage_weight
+        self._tau = tau
         self._passages = table_passages(table)
         self._row_count = len(table.rows)
         self._cells_of = table.cells_linking()
         self._links = list(self._cells_of)
         self._rows_of = [sorted({r for r, _ in self._cells_of[link]}) for link in self._links]
-        self._passage_tfidf = _TfIdf([table.passages[link] for link in self._links])
-        self._row_tfidf = _TfIdf([p.text for p in self._passages[: self._row_count]])
+        sentences = [(i, sentence) for i, link in enumerate(self._links)
+                     for sentence in _SENTENCE.split(table.passages[link]) if sentence.strip()]
+        self._sentence_owner = [i for i, _ in sentences]
+        self._sentences = [sentence.lower() for _, sentence in sentences]
+        self._sentence_tfidf = _TfIdf([sentence for _, sentence in sentences], sizes=(2, 3))
+        self._row_tfidf = _TfIdf([p.text for p in self._passages[: self._row_count]], sizes=(1, 2))
         self._cell_tokens = [[_tokens(cell.text) for cell in row] for row in table.rows]
         columns = list(zip(*table.rows, strict=True)) if table.rows else []
         self._numbers = [self._typed([_number(c.text) for c in col]) for col in columns]
@@ -139,9 +163,12 @@ class TableRetriever:
 
     def link(self, question: str) -> list[CellLink]:
         """The linking stage: every linked cell with its strongest source, best first."""
+        return self._link(question, self._passage_scores(question))
+
+    def _link(self, question: str, passage_scores: tuple[list[float], list[float]]) -> list[CellLink]:
         best: dict[tuple[int, int], CellLink] = {}
         for found in (*self._exact(question), *self._compared(question), *self._superlative(question),
-                      *self._via_passages(question)):
+                      *self._via_passages(passage_scores)):
             key = (found.row, found.column)
             if key not in best or found.score > best[key].score:
                 best[key] = found
@@ -187,16 +214,21 @@ class TableRetriever:
                     if value == target:
                         yield CellLink(r, c, source, _SCORES[source])
 
-    def _via_passages(self, question: str) -> Iterable[CellLink]:
-        for link, score in zip(self._links, self._passage_scores(question), strict=True):
-            if score > 0:
-                for r, c in self._cells_of[link]:
-                    yield CellLink(r, c, "passage", self._passage_weight * score)
+    def _via_passages(self, passage_scores: tuple[list[float], list[float]]) -> Iterable[CellLink]:
+        for similarities in passage_scores:
+            for i in _retrieved(similarities, self._tau):
+                for r, c in self._cells_of[self._links[i]]:
+                    yield CellLink(r, c, "passage", self._passage_weight * similarities[i])
 
-    def _passage_scores(self, question: str) -> list[float]:
-        sims = self._passage_tfidf.similarities(question)
-        top = max(sims, default=0.0)
-        return [s / top for s in sims] if top > 0 else sims
+    def _passage_scores(self, question: str) -> tuple[list[float], list[float]]:
+        """Per linked passage, its best sentence's similarity under each retriever: (TF-IDF, longest substring)."""
+        tfidf, substring = [0.0] * len(self._links), [0.0] * len(self._links)
+        query = question.lower()
+        sims = self._sentence_tfidf.similarities(question)
+        for owner, sim, sentence in zip(self._sentence_owner, sims, self._sentences, strict=True):
+            tfidf[owner] = max(tfidf[owner], sim)
+            substring[owner] = max(substring[owner], _longest_common(query, sentence) / max(len(query), 1))
+        return tfidf, substring
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """For each query, at most ``k`` of the table's passages (rows, then linked pages), best first."""
@@ -205,15 +237,17 @@ class TableRetriever:
         return [self._rank(query)[:k] for query in queries]
 
     def _rank(self, question: str) -> list[Hit]:
+        passage_scores = self._passage_scores(question)
         rows = [0.0] * self._row_count
-        for cell in self.link(question):
+        for cell in self._link(question, passage_scores):
             rows[cell.row] = max(rows[cell.row], cell.score)
         row_sims = self._row_tfidf.similarities(question)
         row_scores = [score + 0.05 * sim for score, sim in zip(rows, row_sims, strict=True)]
+        own_scores = [max(pair) for pair in zip(*passage_scores, strict=True)]
         link_scores = [
             max(self._passage_weight * own,
                 max(row_scores[r] for r in row_ids) * (self._hop + (1 - self._hop) * own))
-            for row_ids, own in zip(self._rows_of, self._passage_scores(question), strict=True)
+            for row_ids, own in zip(self._rows_of, own_scores, strict=True)
         ]
         scored = list(zip(self._passages, [*row_scores, *link_scores], strict=True))
         order = sorted(range(len(scored)), key=lambda i: -scored[i][1])
