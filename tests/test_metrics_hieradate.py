@@ -33,6 +33,30 @@ def test_age_scores_compare_year_month_day_as_numbers() -> None:
         age_scores(gold, 82)  # type: ignore[arg-type]
 
 
+def test_year_only_ages_are_scored_on_the_year_so_em_equals_f1() -> None:
+    gold = {"year": 90, "month": 0, "day": 0}  # paper 000 Figure 1, year-only: Maceo Anderson is 90
+    assert age_scores({"year": 91, "month": 0, "day": 0}, gold, year_only=True) == (0.0, 0.0, 0.0, 0.0)
+    assert age_scores({"year": 90, "month": 5, "day": 3}, gold, year_only=True) == (1.0, 1.0, 1.0, 1.0)
+    em, f1, _, _ = age_scores({"year": 91, "month": 0, "day": 0}, gold)  # full-date scoring: the zeros count
+    assert em == 0.0 and f1 == pytest.approx(2 / 3)
+
+
+def test_year_only_records_switch_age_scoring(gold: list) -> None:
+    from dataclasses import replace
+
+    lived_longer = [e for e in gold if "ans_reason_3" in e.meta["probes"]]
+    assert lived_longer, "the hand-built records hold a 'who lived longer' question"
+    example = lived_longer[0]
+    probes = example.meta["probes"]
+    wrong_year = {k: ({**v, "year": v["year"] + 1} if k in ("ans_reason_1", "ans_reason_2") else v)
+                  for k, v in probes.items()}
+    prediction = {example.id: {"answer": example.answers[0], **wrong_year}}
+    full = evaluate_hieradate([example], prediction)
+    year_only = evaluate_hieradate([replace(example, meta={**example.meta, "version": "year-only"})], prediction)
+    assert full["em_math"] == 0.0 and full["f1_math"] == pytest.approx(200 / 3)
+    assert year_only["em_math"] == year_only["f1_math"] == 0.0
+
+
 @pytest.fixture()
 def gold(data_dir: Path) -> list:
     return list(load_hieradate(data_dir / "hieradate" / "normal.json"))

@@ -69,12 +69,18 @@ def _age_tokens(value: object, what: str) -> list[str]:
     return [_number(value[p]) for p in _AGE_PARTS]
 
 
-def age_scores(prediction: object, gold: Mapping[str, Any], what: str = "age") -> Scores:
-    """``(em, f1, precision, recall)`` of an age; a prediction that is not a year/month/day object gets 0."""
+def age_scores(prediction: object, gold: Mapping[str, Any], what: str = "age", *, year_only: bool = False) -> Scores:
+    """``(em, f1, precision, recall)`` of an age; a prediction that is not a year/month/day object gets 0.
+
+    In the year-only version an age is its whole years alone, so EM and F1 are equal (paper 000, footnote 5);
+    its month and day, written as 0, are not compared.
+    """
     ref = _age_tokens(gold, f"gold {what}")
     if not isinstance(prediction, Mapping):
         return 0.0, 0.0, 0.0, 0.0
     pred = _age_tokens(prediction, f"predicted {what}")
+    if year_only:
+        pred, ref = pred[:1], ref[:1]
     return (float(pred == ref), *_prf(pred, ref))
 
 
@@ -122,7 +128,9 @@ def evaluate_hieradate(
         main.append(answer_scores(text["answer"], example.answers[0]))
         robust.append(answer_scores(text["ans_robust"], str(probes["ans_robust"])))
         extract.extend(answer_scores(text[k], str(probes[k])) for k in text if k.startswith("ans_extract_"))
-        numeric.extend(age_scores(pred[k], probes[k], f"{example.id}{PROBE_SEPARATOR}{k}") for k in ages)
+        year_only = example.meta.get("version") == "year-only"
+        numeric.extend(age_scores(pred[k], probes[k], f"{example.id}{PROBE_SEPARATOR}{k}", year_only=year_only)
+                       for k in ages)
         comparisons = ["ans_reason_3"] if ages else ["ans_reason_1", "ans_reason_2"]
         compare.extend(exact_match(text[k], [str(probes[k])]) for k in comparisons)
 
