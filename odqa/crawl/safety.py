@@ -33,11 +33,41 @@ class BlockedAddressError(CrawlError):
         super().__init__(f"{host} resolves to non-public address {address}; allow it with --allow-private")
 
 
+# Not globally reachable, yet ``is_global`` on Python 3.10/3.11 says they are (IANA special-purpose registry).
+_NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net)
+    for net in ("192.0.0.0/24", "192.88.99.0/24", "64:ff9b:1::/48", "2001::/23", "2002::/16", "fec0::/10")
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known NAT64 prefix: an IPv4 address in the last 32 bits
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries, where a router or the kernel may deliver to it: IPv4-mapped,
+    IPv4-compatible or -translated (``::/96``, ``::ffff:0:0/96``), NAT64 and 6to4."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    value = int(address)
+    if address in _NAT64 or (value >> 32 in {0, 0xFFFF0000} and value > 1):
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    return None
+
+
 def is_public(address: IPAddress) -> bool:
-    """True for a globally routable unicast address: not private, loopback, link-local, reserved."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
+    """True for a globally routable unicast address: not private, loopback, link-local, reserved, multicast,
+    nor an IPv6 address wrapping a non-public IPv4 one (``::ffff:10.0.0.1``, ``64:ff9b::7f00:1``, 6to4)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.teredo is not None:  # a tunnel whose far end the address names: refuse outright
+            return False
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            return is_public(embedded)
+    return (
+        address.is_global
+        and not (address.is_multicast or address.is_reserved or address.is_link_local or address.is_loopback)
+        and not any(address in net for net in _NOT_GLOBAL)
+    )
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,23 @@ class NoConnect(httpcore.AsyncNetworkBackend):
         ("fc00::1", False),
         ("::ffff:127.0.0.1", False),
         ("::ffff:10.0.0.1", False),
+        ("192.0.0.8", False),  # IETF protocol assignments: is_global says True on Python 3.11
+        ("198.18.0.1", False),
+        ("255.255.255.255", False),
+        ("::", False),
+        ("ff02::1", False),
+        ("fec0::1", False),  # deprecated site-local
+        ("2001:db8::1", False),
+        ("::a00:1", False),  # IPv4-compatible 10.0.0.1
+        ("::ffff:0:a00:1", False),  # IPv4-translated 10.0.0.1
+        ("64:ff9b::a9fe:a9fe", False),  # NAT64 of 169.254.169.254
+        ("64:ff9b:1::a00:1", False),  # local-use NAT64
+        ("2002:7f00:1::1", False),  # 6to4 of 127.0.0.1
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
         ("8.8.8.8", True),
         ("93.184.216.34", True),
         ("2606:4700::1111", True),
+        ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8, as a DNS64 resolver answers on an IPv6-only network
     ],
 )
 def test_is_public(address: str, public: bool) -> None:
@@ -87,6 +101,27 @@ def test_dns_rebinding_any_private_answer_blocks(monkeypatch: pytest.MonkeyPatch
     backend = _GuardedBackend(AddressPolicy(), inner=NoConnect())
     with pytest.raises(BlockedAddressError, match=r"10\.0\.0\.7"):
         asyncio.run(backend.connect_tcp("attacker.example", 80, timeout=2))
+
+
+def test_dns_rebinding_cannot_swap_the_address_after_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name is resolved once; the socket is opened to the very address that was checked, never to the name
+    (whose next answer, from an attacker's DNS, could be 127.0.0.1)."""
+    answers = iter([["93.184.216.34"], ["127.0.0.1"]])
+    asked: list[str] = []
+
+    async def rebinding(host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address(a) for a in next(answers)]
+
+    class Recorder(NoConnect):
+        async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+            asked.append(host)
+            raise httpcore.ConnectError("recorded, not connected")
+
+    monkeypatch.setattr(safety, "resolve", rebinding)
+    backend = _GuardedBackend(AddressPolicy(), inner=Recorder())
+    with pytest.raises(httpcore.ConnectError, match="recorded"):
+        asyncio.run(backend.connect_tcp("rebind.example", 80, timeout=2))
+    assert asked == ["93.184.216.34"] and next(answers) == ["127.0.0.1"]  # resolved once, connected by address
 
 
 def test_trusted_endpoint_is_allowed_only_on_its_port() -> None:
