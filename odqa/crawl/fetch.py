@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-16 text is full of NUL bytes, yet not binary
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -166,9 +167,30 @@ def _codec(name: str | None) -> str | None:
     return info.name if getattr(info, "_is_text_encoding", True) else None
 
 
+def _mostly_utf8(body: bytes) -> str | None:
+    """UTF-8 with replacement characters for a few damaged bytes; None when the body does not look like UTF-8
+    (more bad sequences than a tenth of the good multi-byte ones: a legacy encoding, which detection handles)."""
+    text = body.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    good = len(text) - len(text.encode("ascii", errors="ignore")) - bad
+    return text if good >= 10 * bad else None
+
+
+def _detect(body: bytes) -> str | None:
+    """The body decoded as charset-normalizer guesses, except that windows-1252 (the web's default legacy
+    encoding) wins when it is a candidate that reads at least as coherently: for French text the detector's
+    first choice is the Baltic cp1257 ("élčves")."""
+    matches = list(require("charset_normalizer", "crawl").from_bytes(body))
+    if not matches:
+        return None
+    western = [m for m in matches if m.encoding == "cp1252" and m.percent_coherence >= matches[0].percent_coherence]
+    return str((western or matches)[0])
+
+
 def decode_html(body: bytes, content_type_header: str | None) -> str:
-    """Bytes to text: the declared charset (header, then ``<meta>``) when the body really is in it, else the
-    encoding charset-normalizer detects, else UTF-8 with replacement characters."""
+    """Bytes to text: a byte-order mark, else the declared charset (header, then ``<meta>``) when the body really
+    is in it, else UTF-8 when the body is (mostly) UTF-8, else the encoding charset-normalizer detects, else UTF-8
+    with replacement characters."""
     declared = None
     if content_type_header:
         match = re.search(r"charset\s*=\s*([^;\s]+)", content_type_header, re.IGNORECASE)
@@ -178,17 +200,20 @@ def decode_html(body: bytes, content_type_header: str | None) -> str:
         declared = _codec(meta.group(1).decode("ascii")) if meta else None
     if body.startswith(codecs.BOM_UTF8):
         declared = "utf-8-sig"
-    if declared is not None:
-        try:
-            return body.decode(declared)
-        except UnicodeDecodeError:
-            pass  # declared wrongly, or the body is damaged: detect below
-        except LookupError:  # not a text codec after all (``_codec`` should have caught it): detect below
-            declared = None
-    best = require("charset_normalizer", "crawl").from_bytes(body).best()
-    if best is not None:
-        return str(best)
-    return body.decode(declared or "utf-8", errors="replace")
+    elif body.startswith(_UTF16_BOMS):
+        declared = "utf-16"
+    for codec in dict.fromkeys((declared, "utf-8")):  # strict UTF-8 is right for most of the web, and cheap
+        if codec is not None:
+            try:
+                return body.decode(codec)
+            except (UnicodeDecodeError, LookupError):  # declared wrongly, damaged, or not a text codec after all
+                pass
+    if declared in {None, "utf-8"}:  # a UTF-8 page with a few stray bytes keeps its other characters
+        text = _mostly_utf8(body)
+        if text is not None:
+            return text
+    detected = _detect(body)
+    return detected if detected is not None else body.decode("utf-8", errors="replace")
 
 
 class Fetcher:
@@ -217,6 +242,8 @@ class Fetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._robots is not None:
+            await self._robots.aclose()
         await self._client.aclose()
 
     def _host(self, url: httpx.URL) -> _Host:
@@ -233,7 +260,7 @@ class Fetcher:
         except FetchFailure as failure:
             log.debug("page %s failed: %s", url, failure)
             return Page(url=url, status="error", http_status=failure.http_status, error=str(failure))
-        if b"\x00" in fetched.body[:2048]:
+        if b"\x00" in fetched.body[:2048] and not fetched.body.startswith(_UTF16_BOMS):
             return Page(
                 url=url,
                 status="error",
@@ -284,7 +311,9 @@ class Fetcher:
         another host and never logged.
         """
         try:
-            current = httpx.URL(url, params=params)
+            current = httpx.URL(url)  # not URL(url, params=...): that drops the query string of ``url``
+            if params:
+                current = current.copy_merge_params(params)
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
             raise FetchFailure("bad_url", str(exc)) from exc
         origin = (current.scheme, current.host, current.port)

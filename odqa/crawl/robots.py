@@ -57,6 +57,13 @@ class RobotsCache:
             load = self._loads[key] = asyncio.ensure_future(self._load(f"{key}/robots.txt"))
         return await asyncio.shield(load)
 
+    async def aclose(self) -> None:
+        """Cancel the loads still running (their callers were cancelled), before the client they use closes."""
+        pending = [load for load in self._loads.values() if not load.done()]
+        for load in pending:
+            load.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
     async def _load(self, robots_url: str) -> RobotsRules:
         status, body = await self._fetch(robots_url)
         if status is None or status >= 500 or status == 429:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import gzip
 import itertools
 import time
+import tracemalloc
 import zlib
 from collections.abc import Callable
 
@@ -39,6 +41,21 @@ def test_plain_page_comes_back_decoded(
     assert agent.startswith("odqa-crawl/") and "me@example.org" in agent
 
 
+def test_query_strings_reach_the_server(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    """A page URL keeps its query; an API endpoint's own query is merged with the request's parameters."""
+    server.route("/read", Reply(body=ARTICLE))
+    server.route("/api", Reply(body="{}", content_type="application/json"))
+    (page,) = fetch(make_config(), server.url("/read?id=42&lang=en"))
+
+    async def call_api() -> object:
+        async with Fetcher(make_config(), AddressPolicy(allow_private=True)) as fetcher:
+            return await fetcher.get_json(server.url("/api?language=en"), params={"q": "x"})
+
+    assert page.status == "ok" and asyncio.run(call_api()) == {}
+    assert [s.query for s in server.seen if s.path == "/read"] == [{"id": ["42"], "lang": ["en"]}]
+    assert [s.query for s in server.seen if s.path == "/api"] == [{"language": ["en"], "q": ["x"]}]
+
+
 def test_robots_disallow_is_honoured_and_cached(
     server: FixtureServer, make_config: Callable[..., CrawlConfig]
 ) -> None:
@@ -63,14 +80,24 @@ def test_robots_server_error_means_disallow_all(
     assert (page.error or "").startswith("robots") and server.hits("/a") == 0
 
 
-def test_429_waits_for_retry_after(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
-    server.route("/busy", Reply(429, "slow down", headers={"Retry-After": "1"}), Reply(body=ARTICLE))
-    start = time.monotonic()
+@pytest.mark.parametrize(("status", "form"), [(429, "seconds"), (503, "http-date")])
+def test_retry_after_is_honoured(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], status: int, form: str
+) -> None:
+    """The wait comes from Retry-After (delta-seconds, or an HTTP date), not from the short backoff."""
+    when = "1" if form == "seconds" else email.utils.formatdate(time.time() + 2, usegmt=True)
+    server.route("/busy", Reply(status, "slow down", headers={"Retry-After": when}), Reply(body=ARTICLE))
     (page,) = fetch(make_config(backoff=0.01), server.url("/busy"))
     assert page.status == "ok"
-    assert time.monotonic() - start >= 0.95
     first, second = [s.at for s in server.seen if s.path == "/busy"]
-    assert second - first >= 0.95
+    assert second - first >= 0.9  # an HTTP date has whole seconds: between 1 and 2 s from now
+
+
+def test_backoff_doubles_between_retries(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    server.route("/flaky", Reply(502, "a"), Reply(504, "b"), Reply(body=ARTICLE))
+    (page,) = fetch(make_config(retries=2, backoff=0.2), server.url("/flaky"))
+    first, second, third = [s.at for s in server.seen if s.path == "/flaky"]
+    assert page.status == "ok" and 0.2 <= second - first < 0.39 and third - second >= 0.4
 
 
 def test_retry_after_longer_than_the_limit_fails_now(
@@ -100,6 +127,14 @@ def test_slow_response_times_out(server: FixtureServer, make_config: Callable[..
     assert time.monotonic() - start < 1.4
 
 
+def test_trickling_body_times_out(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    """Headers at once, then a byte now and then: the timeout covers the whole request, not each read."""
+    server.route("/drip", Reply(body=ARTICLE, trickle=0.2))
+    start = time.monotonic()
+    (page,) = fetch(make_config(timeout=0.5, retries=0), server.url("/drip"))
+    assert (page.error or "").startswith("timeout") and time.monotonic() - start < 1.5
+
+
 @pytest.mark.parametrize("send_length", [True, False], ids=["content-length", "streamed"])
 def test_body_over_the_cap_is_refused(
     server: FixtureServer, make_config: Callable[..., CrawlConfig], send_length: bool
@@ -115,8 +150,14 @@ def test_gzip_bomb_is_stopped_at_the_cap(
     bomb = gzip.compress(b" " * 50_000_000, compresslevel=9)
     assert len(bomb) < 100_000
     server.route("/bomb", Reply(body=bomb, headers={"Content-Encoding": "gzip"}))
-    (page,) = fetch(make_config(max_bytes=1_000_000), server.url("/bomb"))
+    tracemalloc.start()
+    try:
+        (page,) = fetch(make_config(max_bytes=1_000_000), server.url("/bomb"))
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert (page.error or "").startswith("too_large")
+    assert peak < 8_000_000  # never inflated past the 1 MB cap (all of it would be 50 MB)
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
@@ -175,10 +216,23 @@ def test_redirect_into_robots_disallowed_path(
     assert (page.error or "").startswith("robots") and server.hits("/private/secret") == 0
 
 
-def test_invalid_utf8_still_decodes(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
-    body = ARTICLE.encode().replace(b"nothing in particular", b"nothing \xff\xfe in particular")
-    server.route("/bad", Reply(body=body, content_type="text/html; charset=utf-8"))
+@pytest.mark.parametrize("content_type", ["text/html; charset=utf-8", "text/html"])
+def test_invalid_utf8_still_decodes(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], content_type: str
+) -> None:
+    """Two stray bytes in a UTF-8 page cost two characters, not the page's other accents (no mojibake)."""
+    text = "Café crème, naïve façade, déjà vu: Zürich, Málaga, 東京. " * 4
+    html = page_html("Accents", [text]).encode().replace(b"vu:", b"vu\xff\xfe:", 1)
+    server.route("/bad", Reply(body=html, content_type=content_type))
     (page,) = fetch(make_config(), server.url("/bad"))
+    assert page.status == "ok" and text.strip() in (page.html or "").replace("\ufffd", "")
+
+
+def test_utf16_page_with_a_bom_is_text_not_binary(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    server.route("/u16", Reply(body=ARTICLE.encode("utf-16"), content_type="text/html"))
+    (page,) = fetch(make_config(), server.url("/u16"))
     assert page.status == "ok" and "Some words of prose" in (page.html or "")
 
 
@@ -216,11 +270,15 @@ def test_declared_non_text_codec_falls_back_to_detection(codec: str) -> None:
     [
         ("cp1251", "Москва — столица России, крупнейший по численности населения город страны. "),
         ("shift_jis", "東京は日本の首都であり、政治・経済・文化の中心地です。人口は約千四百万人です。"),
+        ("cp1252", "Le gouvernement a présenté un projet très attendu : les élèves auront déjà des heures de plus. "),
+        ("cp1250", "Rząd przedstawił w środę długo oczekiwany projekt ustawy o edukacji; uczniowie skorzystają. "),
     ],
 )
 def test_undeclared_charset_is_detected(codec: str, text: str) -> None:
+    """No declaration, not UTF-8: detected (French in cp1252 once came back as Baltic cp1257, "élčves")."""
     html = f"<html><body><p>{text * 3}</p></body></html>".encode(codec)
     assert text * 3 in decode_html(html, "text/html")
+    assert text * 3 in decode_html(html, "text/html; charset=utf-8")  # declared wrongly: detected all the same
 
 
 def test_per_host_concurrency_and_delay(
@@ -235,3 +293,20 @@ def test_per_host_concurrency_and_delay(
     starts = sorted(s.at for s in server.seen)
     assert starts[-1] - starts[0] >= 0.45  # five gaps of 0.1 s, measured where the server sees them (jitter)
     assert all(b - a >= 0.05 for a, b in itertools.pairwise(starts))
+
+
+def test_global_concurrency_limit(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    for n in range(8):
+        server.route(f"/g{n}", Reply(body=ARTICLE, delay=0.1))
+    config = make_config(concurrency=3, per_host=8, robots=False)
+    pages = fetch(config, *(server.url(f"/g{n}") for n in range(8)))
+    assert all(p.status == "ok" for p in pages) and server.peak_in_flight == 3
+
+
+def test_robots_crawl_delay_spaces_requests(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    server.route("/robots.txt", Reply(body="User-agent: *\nCrawl-delay: 0.3\n", content_type="text/plain"))
+    for n in range(3):
+        server.route(f"/c{n}", Reply(body=ARTICLE))
+    pages = fetch(make_config(delay=0.0, per_host=4), *(server.url(f"/c{n}") for n in range(3)))
+    starts = sorted(s.at for s in server.seen if s.path.startswith("/c"))
+    assert all(p.status == "ok" for p in pages) and all(b - a >= 0.25 for a, b in itertools.pairwise(starts))
