@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from odqa.cli._app import app, console, guarded
+
+if TYPE_CHECKING:
+    from odqa.crawl import Summary
 
 __all__ = ["crawl"]
 
@@ -33,6 +36,10 @@ def crawl(
     ] = None,
     wikipedia_endpoint: Annotated[
         str | None, typer.Option("--wikipedia-endpoint", help="MediaWiki site root (other language, mirror).")
+    ] = None,
+    wikipedia_api: Annotated[
+        str | None,
+        typer.Option("--wikipedia-api", help="Article HTML from 'rest' (default) or 'action' (any MediaWiki)."),
     ] = None,
     allow_private: Annotated[
         bool, typer.Option("--allow-private", help="Allow private, loopback and link-local addresses.")
@@ -60,7 +67,7 @@ def crawl(
 ) -> None:
     """Crawl each question's Wikipedia article and web-search results: polite, safe, resumable."""
     from odqa.config import load_config
-    from odqa.crawl import CrawlConfig, export_jsonl, run_crawl
+    from odqa.crawl import CrawlConfig, export_jsonl, is_crawl_dir, read_summary, run_crawl
     from odqa.crawl import export_passages as write_passages
 
     settings = load_config(
@@ -74,14 +81,33 @@ def crawl(
         search_endpoint=search_endpoint,
         wikipedia=wikipedia,
         wikipedia_endpoint=wikipedia_endpoint,
+        wikipedia_api=wikipedia_api,
         allow_private=allow_private or None,
         retry_failed=retry_failed or None,
         contact=contact,
         dump=None if dump is None else str(dump),
         html_dir=None if html_dir is None else str(html_dir),
     )
-    summary = run_crawl(questions, out, settings, console=console)
-    table = Table(title=f"odqa crawl → {out}", show_header=False)
+    try:
+        summary = run_crawl(questions, out, settings, console=console)
+    except KeyboardInterrupt:  # Ctrl-C: what is stored stays stored; say so, and how to go on
+        if is_crawl_dir(out):
+            console.print(_summary_table(out, read_summary(out)))
+        console.print("interrupted: rerun the same command to continue where it stopped")
+        raise typer.Exit(130) from None
+    console.print(_summary_table(out, summary))
+    if export is not None:
+        written = export_jsonl(out, export)
+        console.print(f"exported {written} questions to {export}")
+    if export_passages is not None:
+        written = write_passages(out, export_passages)
+        console.print(f"exported {written} passages to {export_passages}")
+
+
+def _summary_table(out: Path, summary: Summary) -> Table:
+    """The end-of-run counts: pages fetched and extracted, failures by reason, work left."""
+    table = Table(title="odqa crawl", show_header=False)
+    table.add_row("run folder", str(out))
     table.add_row("questions", str(summary.questions))
     table.add_row("pages", str(summary.pages))
     table.add_row("fetched", str(summary.fetched))
@@ -92,10 +118,4 @@ def crawl(
         table.add_row(f"lookup failed: {what}", str(count))
     if summary.pending:
         table.add_row("not yet fetched", f"{summary.pending} (rerun to continue)")
-    console.print(table)
-    if export is not None:
-        written = export_jsonl(out, export)
-        console.print(f"exported {written} questions to {export}")
-    if export_passages is not None:
-        written = write_passages(out, export_passages)
-        console.print(f"exported {written} passages to {export_passages}")
+    return table

@@ -7,7 +7,7 @@ a run resumes where it stopped. ``iter_examples(run_dir)`` reads a finished (or 
 from __future__ import annotations
 
 from odqa.crawl.config import CrawlConfig
-from odqa.crawl.export import export_jsonl, export_passages, is_crawl_dir, iter_examples
+from odqa.crawl.export import export_jsonl, export_passages, is_crawl_dir, iter_examples, read_summary
 from odqa.crawl.runner import run_crawl
 from odqa.crawl.store import Summary
 
@@ -18,5 +18,6 @@ __all__ = [
     "export_passages",
     "is_crawl_dir",
     "iter_examples",
+    "read_summary",
     "run_crawl",
 ]

@@ -11,9 +11,10 @@ from typing import Literal, get_args
 
 from odqa.errors import ConfigError
 
-__all__ = ["CrawlConfig", "SearchName"]
+__all__ = ["CrawlConfig", "SearchName", "WikipediaApi"]
 
 SearchName = Literal["google", "brave", "bing", "searxng", "none"]
+WikipediaApi = Literal["rest", "action"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class CrawlConfig:
     search_endpoint: str | None = None  # None = the provider's public endpoint (required for searxng)
     wikipedia: bool = True  # add the subject's Wikipedia article (from the API, or from `dump`)
     wikipedia_endpoint: str = "https://en.wikipedia.org"
+    wikipedia_api: WikipediaApi = "rest"  # article HTML from the REST API, or the action API (any MediaWiki)
     dump: str | None = None  # MediaWiki XML dump used instead of the Wikipedia API
     html_dir: str | None = None  # folder of HTML files: <question id>/*.html, or <Subject>.html
     concurrency: int = 16  # requests in flight, all hosts together
@@ -53,6 +55,8 @@ class CrawlConfig:
                 f"search provider {self.search!r} is not valid; "
                 f"choose one of: {', '.join(get_args(SearchName))}"
             )
+        if self.wikipedia_api not in get_args(WikipediaApi):
+            raise ConfigError(f"wikipedia_api {self.wikipedia_api!r} is not valid; choose one of: rest, action")
         if self.search == "searxng" and not self.search_endpoint:
             raise ConfigError("search 'searxng' needs --search-endpoint URL (your SearXNG instance)")
         positive = {

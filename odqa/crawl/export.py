@@ -1,4 +1,5 @@
-"""A crawl folder as questions with their documents: what ``odqa refine crawl/NAME`` reads, and JSON Lines."""
+"""A crawl folder as questions with their documents (what ``odqa refine crawl/NAME`` reads), as JSON Lines or
+passages, and its summary."""
 
 from __future__ import annotations
 
@@ -10,16 +11,22 @@ from typing import Any
 
 from odqa.chunk import chunk_document
 from odqa.config import ChunkConfig
-from odqa.crawl.store import STORE_NAME, CrawlStore
+from odqa.crawl.store import STORE_NAME, CrawlStore, Summary, normalise_url
 from odqa.io import write_dpr_tsv, write_jsonl
 from odqa.records import Document, Example, Passage
 
-__all__ = ["document_id", "export_jsonl", "export_passages", "is_crawl_dir", "iter_examples"]
+__all__ = ["document_id", "export_jsonl", "export_passages", "is_crawl_dir", "iter_examples", "read_summary"]
 
 
 def is_crawl_dir(path: str | Path) -> bool:
     """True for a folder written by ``odqa crawl`` (it holds ``crawl.sqlite``)."""
     return (Path(path) / STORE_NAME).is_file()
+
+
+def read_summary(run_dir: str | Path) -> Summary:
+    """The counts of a crawl folder, finished or not (what ``odqa crawl`` prints at the end)."""
+    with CrawlStore(Path(run_dir) / STORE_NAME, readonly=True) as store:
+        return store.summary()
 
 
 def document_id(url: str) -> str:
@@ -34,7 +41,8 @@ def iter_examples(run_dir: str | Path) -> Iterator[Example]:
     """One Example per question, in input order, with its extracted pages as ``ctxs`` (Wikipedia first, then
     by rank).
 
-    A page that several lookups of one question returned appears once. Failed pages are left out. Questions
+    A page that several lookups of one question returned, or that several of its URLs redirect to, appears once
+    (keyed by its final URL, which also makes its id). Failed pages are left out. Questions
     are read in small batches, each with its own short-lived read-only connection, so a consumer that stops
     early (or never closes the iterator) holds no open store.
     """
@@ -54,12 +62,13 @@ def _with_documents(store: CrawlStore, example: Example) -> Example:
     docs: list[Document] = []
     seen: set[str] = set()
     for source, result, page in store.documents(example.id):
-        if page.url in seen:
+        key = normalise_url(page.final_url or page.url)
+        if key in seen:
             continue
-        seen.add(page.url)
+        seen.add(key)
         docs.append(
             Document(
-                id=document_id(page.url),
+                id=document_id(key),
                 title=page.title or result.title,
                 text=page.text or "",
                 url=page.final_url or page.url,

@@ -11,12 +11,14 @@ import asyncio
 import json
 import multiprocessing
 import queue
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from odqa._optional import require
+from odqa.errors import CrawlError
 
 __all__ = ["Extraction", "ExtractorPool", "extract_html"]
 
@@ -53,15 +55,20 @@ def extract_html(html: str, url: str | None = None) -> Extraction:
 
 
 def _serve(conn: Connection) -> None:
-    """Worker loop: import trafilatura once, then extract each ``(html, url)`` sent until the pipe closes."""
+    """Worker loop: import trafilatura once, then extract each ``(html, url)`` sent until the pipe closes.
+
+    Ctrl-C reaches the whole process group: the worker ignores it and is stopped by its pool instead. When the
+    crawl process is gone (killed, or it closed the pipe), the worker ends quietly.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     require("trafilatura", "crawl")
-    conn.send(_READY)
-    while True:
-        try:
+    try:
+        conn.send(_READY)
+        while True:
             html, url = conn.recv()
-        except (EOFError, OSError):
-            return
-        conn.send(extract_html(html, url))
+            conn.send(extract_html(html, url))
+    except (EOFError, OSError):
+        return
 
 
 class _Worker:
@@ -136,13 +143,16 @@ class ExtractorPool:
         self.close()
 
     def extract(self, html: str, url: str | None = None) -> Extraction:
-        """Extract one page, blocking until a worker is free (thread-safe)."""
+        """Extract one page, blocking until a worker is free (thread-safe); raises :class:`CrawlError` when the
+        pool is closed meanwhile."""
         if not self._workers:
             return extract_html(html, url)
         worker = self._idle.get()
         try:
             result = worker.run(html, url, self._timeout)
-            if worker.stopped and not self._closing:
+            if self._closing:  # the worker was killed by close(): that says nothing about the page
+                raise CrawlError("extraction interrupted: the extractor pool was closed")
+            if worker.stopped:
                 worker.restart()
             return result
         finally:

@@ -23,7 +23,7 @@ from odqa.crawl.extract import ExtractorPool
 from odqa.crawl.fetch import Fetcher, FetchFailure
 from odqa.crawl.safety import AddressPolicy
 from odqa.crawl.search import SearchProvider, make_provider
-from odqa.crawl.sources import DumpArticle, html_files_for, read_dump, read_html_file
+from odqa.crawl.sources import html_files_for, read_dump, read_html_file
 from odqa.crawl.store import STORE_NAME, CrawlStore, PageRow, ResultRow, Summary, normalise_url, split_reason
 from odqa.crawl.wikipedia import Wikipedia, normalise_title
 from odqa.errors import CrawlError, FormatError, InputError, OdqaError
@@ -89,30 +89,44 @@ def run_crawl(
     with CrawlStore(out / STORE_NAME) as store:
         store.add_questions(examples)
         write_resolved(config, out / "crawl")
-        with Progress(
+        progress = Progress(
             TextColumn("{task.description:<8}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
             console=console,
             disable=console is None,
-        ) as progress:
-            asyncio.run(_Run(config, store, provider, progress).run())
+        )
+        run = _Run(config, store, provider, progress)
+        lookups = store.pending_lookups(_sources(config, provider), retry_failed=config.retry_failed)
+        run.dump_lookups([example for example, source in lookups if source == "dump"])
+        with progress:
+            asyncio.run(run.run([(e, s) for e, s in lookups if s != "dump"]))
         return store.summary()
 
 
 async def _bounded(jobs: Iterable[Callable[[], Awaitable[None]]], limit: int) -> None:
-    """Run ``jobs`` with at most ``limit`` started and unfinished; the per-host slots inside set the pace."""
+    """Run ``jobs`` with at most ``limit`` started and unfinished; the per-host slots inside set the pace.
+
+    On an error or a cancellation (Ctrl-C) the jobs still running are cancelled and awaited before it propagates,
+    so none of them records an outcome once the fetcher and extractor pool behind them are closed.
+    """
     running: set[asyncio.Task[None]] = set()
-    for job in jobs:
-        if len(running) >= limit:
+    try:
+        for job in jobs:
+            if len(running) >= limit:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()  # a run-level error (jobs record their own item failures) stops the run
+            running.add(asyncio.ensure_future(job()))
+        while running:
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                task.result()  # a run-level error (jobs record their own item failures) stops the run
-        running.add(asyncio.ensure_future(job()))
-    for outcome in await asyncio.gather(*running, return_exceptions=True):
-        if isinstance(outcome, BaseException):
-            raise outcome
+                task.result()
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 class _Run:
@@ -125,29 +139,35 @@ class _Run:
         self.store = store
         self.provider = provider
         self.progress = progress
-        self.wikipedia = Wikipedia(config.wikipedia_endpoint)
+        self.wikipedia = Wikipedia(config.wikipedia_endpoint, config.wikipedia_api)
         self.window = config.concurrency * 4  # pages in flight: fetching, or fetched and awaiting extraction
 
-    async def run(self) -> None:
+    def dump_lookups(self, examples: list[Example]) -> None:
+        """Store each question's article from the dump, read in one streaming pass.
+
+        Runs before the event loop starts, so Ctrl-C stops a long pass over a multi-GB dump at once.
+        """
+        if not examples:
+            return
+        articles = read_dump(self.config.dump or "", {e.subject for e in examples if e.subject})
+        for example in examples:
+            article = articles.get(normalise_title(example.subject)) if example.subject else None
+            if article is None:
+                self.store.save_lookup(example.id, "dump", [])
+                continue
+            url = normalise_url(article.url)
+            page = PageRow(url, "ok", final_url=article.url, title=article.title, text=article.text)
+            self.store.save_lookup(example.id, "dump", [ResultRow(url, 0, article.title)], pages=[page])
+
+    async def run(self, lookups: list[tuple[Example, str]]) -> None:
+        """The online lookups, then every page still to fetch, each recorded as it finishes."""
         policy = AddressPolicy.trusting(
             [self.config.search_endpoint, self.config.wikipedia_endpoint],
             allow_private=self.config.allow_private,
         )
-        lookups = self.store.pending_lookups(
-            _sources(self.config, self.provider), retry_failed=self.config.retry_failed
-        )
         async with Fetcher(self.config, policy) as fetcher:
-            dump_jobs = [example for example, source in lookups if source == "dump"]
-            if dump_jobs:
-                self._save_dump_lookups(
-                    dump_jobs,
-                    await asyncio.to_thread(
-                        read_dump, self.config.dump or "", {e.subject for e in dump_jobs if e.subject}
-                    ),
-                )
-            online = [(e, s) for e, s in lookups if s != "dump"]
-            task = self.progress.add_task("lookups", total=len(online))
-            await _bounded((self._lookup_job(fetcher, e, s, task) for e, s in online), self.window)
+            task = self.progress.add_task("lookups", total=len(lookups))
+            await _bounded((self._lookup_job(fetcher, e, s, task) for e, s in lookups), self.window)
             pages = _interleave_hosts(self.store.pending_pages(retry_failed=self.config.retry_failed))
             task = self.progress.add_task("pages", total=len(pages))
             with ExtractorPool(self.config.extract_workers, self.config.extract_timeout) as pool:
@@ -210,19 +230,6 @@ class _Run:
                 break
         return list(found.values())
 
-    def _save_dump_lookups(self, examples: list[Example], articles: Mapping[str, DumpArticle]) -> None:
-        """Store the dump's article for each question (the dump was read in one streaming pass)."""
-        for example in examples:
-            article = articles.get(normalise_title(example.subject)) if example.subject else None
-            if article is None:
-                self.store.save_lookup(example.id, "dump", [])
-                continue
-            url = normalise_url(article.url)
-            page = PageRow(url, "ok", final_url=article.url, title=article.title, text=article.text)
-            self.store.save_lookup(
-                example.id, "dump", [ResultRow(url, 0, article.title)], pages=[page]
-            )
-
     def _page_job(
         self, fetcher: Fetcher, pool: ExtractorPool, url: str, robots: bool, task: TaskID
     ) -> Callable[[], Awaitable[None]]:
@@ -230,10 +237,12 @@ class _Run:
             try:
                 if url.startswith("file:"):
                     page = read_html_file(url, self.config.html_dir or "", self.config.max_bytes)
+                elif not robots and Wikipedia.is_parse_url(url):  # an article from the action API
+                    page = await self._parse_page(fetcher, url)
                 else:
                     page = await fetcher.fetch_page(url, check_robots=robots and self.config.robots)
                 row = await self._extract(pool, page)
-            except FetchFailure as failure:  # fetch_page returns these as a Page; kept in case one slips out
+            except FetchFailure as failure:  # an action-API failure (fetch_page returns them as a Page)
                 row = PageRow(url, "failed", reason=failure.reason, detail=failure.detail or None,
                               http_status=failure.http_status)
             except OdqaError:
@@ -245,6 +254,12 @@ class _Run:
             self.progress.advance(task)
 
         return job
+
+    async def _parse_page(self, fetcher: Fetcher, url: str) -> Page:
+        """An article's HTML from an ``action=parse`` answer, as a Page whose final URL is the article's."""
+        title, html = self.wikipedia.parse_page(await fetcher.get_json(url))
+        final = self.wikipedia.article_url(title) if title else url
+        return Page(url=url, status="ok", http_status=200, content_type="text/html", html=html, final_url=final)
 
     @staticmethod
     async def _extract(pool: ExtractorPool, page: Page) -> PageRow:
@@ -258,6 +273,7 @@ class _Run:
             reason, detail = split_reason(extraction.reason)
             return replace(base, reason=reason, detail=detail, title=extraction.title or None)
         return replace(base, status="ok", title=extraction.title, date=extraction.date, text=extraction.text)
+
 
 def _interleave_hosts(pages: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
     """Reorder round-robin over hosts, so a window of started tasks spans many hosts instead of one."""

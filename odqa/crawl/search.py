@@ -66,14 +66,10 @@ def _results(items: list[Mapping[str, Any]], url: str, title: str, snippet: str)
     ]
 
 
-def _one_request(endpoint: str, query: str, count: int, headers: Mapping[str, str]) -> Iterator[ApiRequest]:
-    """The single ``?q=...&count=...`` request of an API that returns all wanted results at once."""
-    return iter((ApiRequest(endpoint, {"q": query, "count": count}, headers),))
-
-
 @dataclass(frozen=True)
 class GoogleSearch:
-    """Google Custom Search JSON API: ``cx`` names the engine, at most 10 results a page (``start`` pages on).
+    """Google Custom Search JSON API: ``cx`` names the engine, at most 10 results a page (``start`` pages on),
+    99 in all.
 
     The key travels in the ``X-Goog-Api-Key`` header, not the ``key`` parameter, so it is never part of a URL
     that a library may log (httpx logs every request URL at INFO level).
@@ -85,8 +81,8 @@ class GoogleSearch:
     name: str = "google"
 
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
-        for start in range(1, min(top, 100) + 1, 10):
-            num = min(10, top - start + 1)
+        for start in range(1, min(top, 99) + 1, 10):  # the API refuses start + num > 100
+            num = min(10, top - start + 1, 100 - start)
             params: dict[str, str | int] = {"cx": self.cx, "q": query, "num": num, "start": start}
             yield ApiRequest(self.endpoint, params, {"X-Goog-Api-Key": self.key})
 
@@ -96,16 +92,18 @@ class GoogleSearch:
 
 @dataclass(frozen=True)
 class BraveSearch:
-    """Brave Search API: key in the ``X-Subscription-Token`` header, at most 20 results a request."""
+    """Brave Search API: key in the ``X-Subscription-Token`` header, at most 20 results a request; ``offset``
+    counts pages of ``count`` results (0 to 9)."""
 
     key: str = field(repr=False)
     endpoint: str = "https://api.search.brave.com/res/v1/web/search"
     name: str = "brave"
 
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
-        return _one_request(
-            self.endpoint, query, min(top, 20), {"X-Subscription-Token": self.key, "Accept": "application/json"}
-        )
+        count = min(top, 20)
+        headers = {"X-Subscription-Token": self.key, "Accept": "application/json"}
+        for page in range(min(-(-top // count), 10)):
+            yield ApiRequest(self.endpoint, {"q": query, "count": count, "offset": page}, headers)
 
     def parse(self, payload: Any) -> list[SearchResult]:
         return _results(_items(payload, "web", "results"), "url", "title", "description")
@@ -113,14 +111,19 @@ class BraveSearch:
 
 @dataclass(frozen=True)
 class BingSearch:
-    """Bing Web Search API v7: key in the ``Ocp-Apim-Subscription-Key`` header, up to 50 results a request."""
+    """Bing Web Search API v7: key in the ``Ocp-Apim-Subscription-Key`` header, up to 50 results a request;
+    ``offset`` counts results to skip."""
 
     key: str = field(repr=False)
     endpoint: str = "https://api.bing.microsoft.com/v7.0/search"
     name: str = "bing"
 
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
-        return _one_request(self.endpoint, query, min(top, 50), {"Ocp-Apim-Subscription-Key": self.key})
+        count = min(top, 50)
+        for offset in range(0, top, count):
+            yield ApiRequest(
+                self.endpoint, {"q": query, "count": count, "offset": offset}, {"Ocp-Apim-Subscription-Key": self.key}
+            )
 
     def parse(self, payload: Any) -> list[SearchResult]:
         return _results(_items(payload, "webPages", "value"), "url", "name", "snippet")
@@ -136,9 +139,7 @@ class SearxngSearch:
     def requests(self, query: str, top: int) -> Iterator[ApiRequest]:
         url = self.endpoint.rstrip("/")
         url = url if url.endswith("/search") else f"{url}/search"
-        for page in range(
-            1, (top + 9) // 10 + 1
-        ):  # about 10 results a page; extra ones are cut by the caller
+        for page in range(1, (top + 9) // 10 + 1):  # about 10 results a page; extra ones are cut by the caller
             yield ApiRequest(url, {"q": query, "format": "json", "pageno": page})
 
     def parse(self, payload: Any) -> list[SearchResult]:

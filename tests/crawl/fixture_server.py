@@ -1,5 +1,6 @@
 """A real HTTP server on 127.0.0.1 for the crawl tests: canned replies per path, a request log, in-flight
-peaks, and routes that look like Wikipedia and Google Custom Search."""
+peaks, and routes that look like Wikipedia (REST and action API) and the four search APIs (Google Custom Search,
+Brave, Bing Web Search, SearXNG), each checking its key and parameters the way the real one does."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
+from xml.sax.saxutils import escape
 
 WEB = Path(__file__).resolve().parent.parent / "data" / "web"
 TSNE_TITLE = "T-distributed stochastic neighbor embedding"
@@ -19,7 +21,8 @@ TSNE_TITLE = "T-distributed stochastic neighbor embedding"
 
 @dataclass
 class Reply:
-    """One canned answer; ``send_length=False`` closes the connection instead of sending Content-Length."""
+    """One canned answer; ``send_length=False`` closes the connection instead of sending Content-Length;
+    ``trickle`` sends the body in ten pieces that many seconds apart."""
 
     status: int = 200
     body: bytes | str = b""
@@ -27,6 +30,7 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
     send_length: bool = True
+    trickle: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,14 @@ class FixtureServer:
                         self.send_header("Connection", "close")
                         self.close_connection = True
                     self.end_headers()
-                    self.wfile.write(body)
+                    if reply.trickle:
+                        step = max(1, len(body) // 10)
+                        for at in range(0, len(body), step):
+                            self.wfile.write(body[at : at + step])
+                            self.wfile.flush()
+                            time.sleep(reply.trickle)
+                    else:
+                        self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client gave up (timeout, size cap): expected
                 finally:
@@ -159,13 +170,63 @@ def page_html(title: str, paragraphs: list[str]) -> str:
     )
 
 
+WIKITEXT = {  # the real wikitext articles, by title, as Special:Export and a dump hold them
+    "Jerry Mumphrey": "Jerry-Mumphrey.txt",
+    "Bodmin": "Bodmin.txt",
+    "Senate of Pakistan": "Senate_of_Pakistan.txt",
+    "Raith Rovers F.C.": "raith_rovers.txt",
+    "Mark Behr": "Mark-Behr.txt",
+    "Toronto Redirect": "redirect.txt",
+}
+
+
+def wikitext(title: str) -> str:
+    return (WEB / "wikitext" / WIKITEXT[title]).read_text(encoding="utf-8")
+
+
+def export_xml(
+    pages: Mapping[str, str], base: str = "https://en.wikipedia.org", namespaces: Mapping[int, str] | None = None
+) -> str:
+    """A MediaWiki XML export (the format of Special:Export and of pages-articles dumps): title -> wikitext,
+    ``#REDIRECT [[Target]]`` pages marked as redirects."""
+    ns = "".join(
+        f'<namespace key="{k}" case="first-letter">{escape(v)}</namespace>'
+        for k, v in (namespaces or {6: "File", 14: "Category"}).items()
+    )
+    body: list[str] = []
+    for title, text in pages.items():
+        redirect = ""
+        if text.upper().startswith("#REDIRECT"):
+            target = text.split("[[", 1)[1].split("]]", 1)[0]
+            redirect = f'<redirect title="{escape(target, {chr(34): "&quot;"})}" />'
+        body.append(
+            f"<page><title>{escape(title)}</title><ns>0</ns><id>{len(body) + 1}</id>{redirect}"
+            f'<revision><id>1</id><text xml:space="preserve">{escape(text)}</text></revision></page>'
+        )
+    return (
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">'
+        f"<siteinfo><sitename>Wikipedia</sitename><base>{base}/wiki/Main_Page</base>"
+        f"<namespaces>{ns}</namespaces></siteinfo>{''.join(body)}</mediawiki>"
+    )
+
+
+def _content_text(html: bytes) -> str:
+    """The article body of a Wikipedia page (``#mw-content-text``), as ``action=parse`` returns it."""
+    import lxml.html
+
+    (content,) = lxml.html.fromstring(html).xpath('//div[@id="mw-content-text"]')
+    return "".join(lxml.html.tostring(child, encoding="unicode") for child in content)
+
+
 def add_wikipedia(server: FixtureServer) -> None:
-    """Wikipedia-like routes: REST page HTML and /wiki/ pages of the real t-SNE and Mozilla articles, the
-    action API's search, and a robots.txt that disallows /private/."""
+    """Wikipedia-like routes: the real t-SNE and Mozilla articles as REST page HTML and /wiki/ pages, the action
+    API's ``list=search`` and ``action=parse`` (JSON, errors as MediaWiki sends them) over them, the real
+    wikitext articles at /wiki/Special:Export/TITLE, and a robots.txt that disallows /private/."""
     pages = {
         TSNE_TITLE: (WEB / "trafilatura" / "en.wikipedia.org.tsne.html").read_bytes(),
         "Mozilla": (WEB / "readability" / "wikipedia" / "source.html").read_bytes(),
     }
+    redirects = {"T-SNE": TSNE_TITLE}
     for title, html in pages.items():
         key = title.replace(" ", "_")
         server.route(f"/api/rest_v1/page/html/{key}", Reply(body=html))
@@ -175,34 +236,108 @@ def add_wikipedia(server: FixtureServer) -> None:
         Reply(301, headers={"Location": quote(f"/api/rest_v1/page/html/{TSNE_TITLE.replace(' ', '_')}")}),
     )
     server.route("/robots.txt", Reply(body="User-agent: *\nDisallow: /private/\n", content_type="text/plain"))
+    for title in WIKITEXT:  # the wikitext articles, as Special:Export gives them (a one-page dump)
+        xml = export_xml({title: wikitext(title)}, server.base)
+        path = f"/wiki/Special:Export/{title.replace(' ', '_')}"
+        server.route(path, Reply(body=xml, content_type="application/xml; charset=utf-8"))
 
-    def search(seen: Seen) -> Reply:
-        query = seen.query.get("srsearch", [""])[0].lower()
+    def api(seen: Seen) -> Reply:
+        ask = {name: values[0] for name, values in seen.query.items()}
+        if ask.get("format") != "json":
+            return Reply(body="<html>MediaWiki API help</html>")
+        if ask.get("action") == "parse":
+            page = ask.get("page", "")
+            title = redirects.get(page, page) if ask.get("redirects") else page
+            if title not in pages:  # MediaWiki answers 200 with an error object, and says so in a header
+                missing = _json({"error": {"code": "missingtitle", "info": "The page you specified doesn't exist."}})
+                return replace(missing, headers={"MediaWiki-API-Error": "missingtitle"})
+            return _json({"parse": {"title": title, "pageid": 1, "text": _content_text(pages[title])}})
+        query = ask.get("srsearch", "").lower()
         titles = [t for t in pages if t.lower().split()[0] in query]
-        hits = [{"ns": 0, "title": t} for t in titles]
-        return Reply(body=json.dumps({"query": {"search": hits}}), content_type="application/json")
+        return _json({"query": {"search": [{"ns": 0, "title": t} for t in titles]}})
 
-    server.route("/w/api.php", search)
+    server.route("/w/api.php", api)
+
+
+def _json(payload: Any, status: int = 200) -> Reply:
+    return Reply(status, json.dumps(payload), "application/json; charset=UTF-8")
+
+
+def _links(results: Mapping[str, list[str]], query: str) -> list[str]:
+    """The links of every word of ``results`` that the query contains, in order."""
+    return [link for word, found in results.items() if word in query.lower() for link in found]
+
+
+def _int(seen: Seen, name: str, default: int) -> int:
+    return int(seen.query.get(name, [str(default)])[0])
 
 
 def add_google(server: FixtureServer, results: Mapping[str, list[str]], key: str = "test-google-key") -> None:
-    """A Google Custom Search JSON API stand-in at /customsearch/v1; ``results``: query word -> links."""
+    """Google Custom Search JSON API at /customsearch/v1: key, ``cx``, ``num`` 1-10, ``start + num <= 100``;
+    ``items`` left out when nothing matched. ``results``: query word -> links."""
 
     def answer(seen: Seen) -> Reply:
         if seen.headers.get("X-Goog-Api-Key") != key or not seen.query.get("cx"):
-            return Reply(403, json.dumps({"error": {"code": 403, "message": "bad key"}}), "application/json")
-        query = seen.query.get("q", [""])[0].lower()
-        start = int(seen.query.get("start", ["1"])[0])
-        num = int(seen.query.get("num", ["10"])[0])
-        links = [link for word, found in results.items() if word in query for link in found]
+            return _json({"error": {"code": 403, "message": "bad key"}}, 403)
+        start, num = _int(seen, "start", 1), _int(seen, "num", 10)
+        if not 1 <= num <= 10 or start < 1 or start + num > 100:
+            return _json({"error": {"code": 400, "message": "Request contains an invalid argument."}}, 400)
+        links = _links(results, seen.query.get("q", [""])[0])
         items = [
             {"kind": "customsearch#result", "title": f"Result {i}", "link": link, "snippet": "..."}
             for i, link in enumerate(links[start - 1 : start - 1 + num], start=start)
         ]
-        payload: dict[str, Any] = {"kind": "customsearch#search", "items": items} if items else {}
-        return Reply(body=json.dumps(payload), content_type="application/json; charset=UTF-8")
+        return _json({"kind": "customsearch#search", "items": items} if items else {"kind": "customsearch#search"})
 
     server.route("/customsearch/v1", answer)
+
+
+def add_brave(server: FixtureServer, results: Mapping[str, list[str]], key: str = "test-brave-key") -> None:
+    """Brave Search API at /res/v1/web/search: ``X-Subscription-Token``, ``count`` <= 20, ``offset`` (pages) <= 9."""
+
+    def answer(seen: Seen) -> Reply:
+        if seen.headers.get("X-Subscription-Token") != key:
+            return _json({"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID"}}, 401)
+        count, offset = _int(seen, "count", 20), _int(seen, "offset", 0)
+        if not 1 <= count <= 20 or not 0 <= offset <= 9:
+            return _json({"type": "ErrorResponse", "error": {"code": "VALIDATION"}}, 422)
+        links = _links(results, seen.query.get("q", [""])[0])[offset * count : (offset + 1) * count]
+        found = [{"type": "search_result", "title": f"Brave {u}", "url": u, "description": "..."} for u in links]
+        return _json({"type": "search", "web": {"type": "search", "results": found}})
+
+    server.route("/res/v1/web/search", answer)
+
+
+def add_bing(server: FixtureServer, results: Mapping[str, list[str]], key: str = "test-bing-key") -> None:
+    """Bing Web Search API v7 at /v7.0/search: ``Ocp-Apim-Subscription-Key``, ``count`` <= 50, ``offset``
+    (results); ``webPages`` left out when nothing matched."""
+
+    def answer(seen: Seen) -> Reply:
+        if seen.headers.get("Ocp-Apim-Subscription-Key") != key:
+            return _json({"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}, 401)
+        count, offset = _int(seen, "count", 10), _int(seen, "offset", 0)
+        if not 1 <= count <= 50 or offset < 0:
+            return _json({"_type": "ErrorResponse", "errors": [{"code": "InvalidRequest"}]}, 400)
+        links = _links(results, seen.query.get("q", [""])[0])
+        value = [{"id": u, "name": f"Bing {u}", "url": u, "snippet": "..."} for u in links[offset : offset + count]]
+        pages = {"webPages": {"totalEstimatedMatches": len(links), "value": value}} if value else {}
+        return _json({"_type": "SearchResponse", **pages})
+
+    server.route("/v7.0/search", answer)
+
+
+def add_searxng(server: FixtureServer, results: Mapping[str, list[str]]) -> None:
+    """A SearXNG instance at /search: 403 unless ``format=json`` (as when JSON is not enabled), 10 a ``pageno``."""
+
+    def answer(seen: Seen) -> Reply:
+        if seen.query.get("format") != ["json"]:
+            return Reply(403, "Forbidden", "text/html")
+        page = _int(seen, "pageno", 1)
+        links = _links(results, seen.query.get("q", [""])[0])[(page - 1) * 10 : page * 10]
+        found = [{"url": u, "title": f"SearXNG {u}", "content": "...", "engine": "duckduckgo"} for u in links]
+        return _json({"query": seen.query["q"][0], "number_of_results": 0, "results": found})
+
+    server.route("/search", answer)
 
 
 def add_articles(server: FixtureServer, count: int, delay: float = 0.0) -> list[str]:

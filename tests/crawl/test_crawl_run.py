@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -15,8 +17,21 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from fixture_server import TSNE_TITLE, FixtureServer, Reply, add_articles, add_google, add_wikipedia, page_html
+from fixture_server import (
+    TSNE_TITLE,
+    FixtureServer,
+    Reply,
+    add_articles,
+    add_bing,
+    add_brave,
+    add_google,
+    add_searxng,
+    add_wikipedia,
+    page_html,
+)
+from rich.console import Console
 from typer.testing import CliRunner
 
 from odqa.chunk import chunk_document
@@ -94,8 +109,12 @@ def test_full_run_stores_extracts_and_exports(
 ) -> None:
     questions = write_questions(tmp_path / "q.jsonl", QUESTIONS)
     out = tmp_path / "run"
-    summary = run_crawl(questions, out, google_config(extract_workers=1), environ=ENV)
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=100)
+    summary = run_crawl(questions, out, google_config(extract_workers=1), environ=ENV, console=console)
 
+    shown = screen.getvalue()  # the progress bars, as a terminal shows them
+    assert "lookups" in shown and "6/6" in shown and "pages" in shown and f"{summary.pages}/{summary.pages}" in shown
     assert is_crawl_dir(out) and (out / "crawl.config.json").is_file()
     assert summary.questions == 3 and summary.pending == 0 and summary.lookups_failed == {}
     assert summary.failed == {"robots": 1, "http_404": 1, "not_html": 1}
@@ -108,6 +127,7 @@ def test_full_run_stores_extracts_and_exports(
     assert q1.answers == ("visualization",) and q1.ctxs is not None
     assert q1.ctxs[0].meta["source"] == "wikipedia" and q1.ctxs[0].title == TSNE_TITLE
     assert "Given a set of high-dimensional objects" in q1.ctxs[0].text
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", q1.ctxs[0].meta["date"] or "")  # trafilatura's date, kept
     assert [d.meta["source"] for d in q1.ctxs] == ["wikipedia", "google", "google", "google"]
     assert [d.meta["rank"] for d in q1.ctxs[1:]] == [0, 1, 2]
     assert q1.ctxs[1].title == "Article 0" and "history of topic number 0" in q1.ctxs[1].text
@@ -147,6 +167,65 @@ def test_rerun_resumes_and_retry_failed_retries(
     assert web.hits("/missing") == 2 and "http_404" not in retried.failed
     assert retried.extracted == first.extracted + 1
     assert web.hits("/private/page") == 0  # robots still refuses it
+
+
+# provider -> (fixture, API path, environment, key header, API requests for the top 25 of 30 results)
+PROVIDERS: dict[str, tuple[Callable[..., None], str, dict[str, str], str | None, int]] = {
+    "google": (add_google, "/customsearch/v1", ENV, "X-Goog-Api-Key", 3),
+    "brave": (add_brave, "/res/v1/web/search", {"BRAVE_API_KEY": "test-brave-key"}, "X-Subscription-Token", 2),
+    "bing": (add_bing, "/v7.0/search", {"BING_API_KEY": "test-bing-key"}, "Ocp-Apim-Subscription-Key", 1),
+    "searxng": (add_searxng, "", {}, None, 3),
+}
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_each_search_provider_end_to_end(
+    provider: str, tmp_path: Path, server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    """Every provider's request and answer shape against a server that checks them as the real API does, paged
+    past its first request where the API needs it; its key (from the environment) reaches the API, not the store."""
+    add, path, environ, header, calls = PROVIDERS[provider]
+    links = add_articles(server, 30)
+    add(server, {"paged": links})
+    questions = write_questions(tmp_path / "q.jsonl", [{"id": "p", "question": "A paged question"}])
+    config = make_config(search=provider, top=25, search_endpoint=server.url(path), wikipedia=False)
+    summary = run_crawl(questions, tmp_path / "run", config, environ=environ)
+    assert summary.lookups_failed == {} and summary.failed == {} and summary.extracted == 25
+    (example,) = iter_examples(tmp_path / "run")
+    ctxs = example.ctxs or ()
+    assert [d.url for d in ctxs] == links[:25] and [d.meta["rank"] for d in ctxs] == list(range(25))
+    assert {d.meta["source"] for d in ctxs} == {provider} and "history of topic number 24" in ctxs[-1].text
+    api = [seen for seen in server.seen if seen.path == (path or "/search")]
+    assert len(api) == calls and all(seen.query["q"] == ["A paged question"] for seen in api)
+    for name, secret in environ.items():
+        if name.endswith("_API_KEY"):
+            assert header is not None and all(seen.headers.get(header) == secret for seen in api)
+        assert [p.name for p in (tmp_path / "run").iterdir() if secret.encode() in p.read_bytes()] == []
+
+
+def test_wikipedia_action_api(tmp_path: Path, web: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+    """``wikipedia_api: action`` reads articles from ``action=parse`` (every MediaWiki has it; REST is Wikimedia's),
+    redirect pages followed, a missing article recorded as ``api_error``."""
+    rows = [*QUESTIONS, {"id": "q4", "question": "Who is nobody?", "subject": "No such article"}]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    config = make_config(wikipedia_endpoint=web.base, wikipedia_api="action")
+    summary = run_crawl(questions, tmp_path / "run", config, environ={})
+    assert summary.failed == {"api_error": 1} and summary.extracted == 3 and summary.lookups_failed == {}
+    examples = {e.id: e for e in iter_examples(tmp_path / "run")}
+    (tsne,) = examples["q1"].ctxs or ()
+    assert tsne.title == TSNE_TITLE and tsne.url == web.url(f"/wiki/{TSNE_TITLE.replace(' ', '_')}")
+    assert "Given a set of high-dimensional objects" in tsne.text and "Herein a heavy-tailed Student" in tsne.text
+    assert "Categories:" not in tsne.text
+    (mozilla,) = examples["q2"].ctxs or ()  # no subject: found with list=search
+    assert mozilla.url == web.url("/wiki/Mozilla") and "free-software community" in mozilla.text
+    (redirected,) = examples["q3"].ctxs or ()  # subject "T-SNE", a redirect page: same article, same id
+    assert redirected.id == tsne.id and redirected.text == tsne.text
+    assert examples["q4"].ctxs == ()
+    assert [s.path for s in web.seen if s.path != "/w/api.php"] == []  # no REST, no robots.txt for the API
+    with closing(sqlite3.connect(tmp_path / "run" / STORE_NAME)) as db:
+        assert db.execute("SELECT detail FROM pages WHERE reason = 'api_error'").fetchone()[0].startswith(
+            "missingtitle"
+        )
 
 
 def test_search_result_at_a_private_address_is_refused_by_default(
@@ -198,18 +277,12 @@ def test_api_key_never_reaches_store_outputs_or_logs(
 
 
 def test_offline_sources_dump_and_html_folder(
-    tmp_path: Path, make_config: Callable[..., CrawlConfig]
+    tmp_path: Path, server: FixtureServer, make_config: Callable[..., CrawlConfig]
 ) -> None:
-    wikitext = Path(__file__).resolve().parent.parent / "data" / "web" / "wikitext" / "Jerry-Mumphrey.txt"
+    """A dump saved from Special:Export and a folder of saved pages: the crawl itself touches no network."""
+    add_wikipedia(server)
     dump = tmp_path / "dump.xml"
-    dump.write_text(
-        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/"><siteinfo>'
-        "<base>https://en.wikipedia.org/wiki/Main_Page</base></siteinfo><page><title>Jerry Mumphrey</title>"
-        "<ns>0</ns><revision><text>"
-        + wikitext.read_text("utf-8").replace("&", "&amp;").replace("<", "&lt;")
-        + "</text></revision></page></mediawiki>",
-        encoding="utf-8",
-    )
+    dump.write_bytes(httpx.get(server.url("/wiki/Special:Export/Jerry_Mumphrey")).content)
     html_dir = tmp_path / "html"
     (html_dir / "m1").mkdir(parents=True)
     tsne = (
@@ -226,9 +299,11 @@ def test_offline_sources_dump_and_html_folder(
     config = make_config(dump=str(dump), html_dir=str(html_dir), allow_private=False)
     summary = run_crawl(questions, tmp_path / "run", config, environ={})
     assert summary.extracted == 2 and summary.failed == {}
+    assert len(server.seen) == 1  # the Special:Export download above, nothing from the crawl
     (m1, m2) = iter_examples(tmp_path / "run")
     assert [d.meta["source"] for d in m1.ctxs or ()] == ["dump", "html"]
     assert (m1.ctxs or ())[0].text.startswith("Jerry Wayne Mumphrey (born September 9, 1952)")
+    assert (m1.ctxs or ())[0].url == server.url("/wiki/Jerry_Mumphrey")
     assert "Given a set of high-dimensional objects" in (m1.ctxs or ())[1].text
     assert m2.ctxs == ()
     refine_input = list(load_examples(tmp_path / "run"))  # what `odqa refine crawl/NAME` reads
@@ -317,6 +392,8 @@ def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer)
     typo.write_text("concurency: 3\n", encoding="utf-8")
     bad = CliRunner().invoke(app, ["crawl", str(questions), "--out", str(out), "--config", str(typo)])
     assert bad.exit_code == 1 and "unknown key(s) ['concurency']" in flat(bad.output)
+    api = CliRunner().invoke(app, ["crawl", str(questions), "--out", str(out), "--wikipedia-api", "raw"])
+    assert api.exit_code == 1 and "wikipedia_api must be 'rest' | 'action', got 'raw'" in flat(api.output)
 
 
 def flat(text: str) -> str:
@@ -332,13 +409,41 @@ def _stored(store: Path) -> int:
         return 0  # not created yet
 
 
-def test_sigkill_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) -> None:
+def _interrupt(
+    command: list[str], env: dict[str, str], store: Path, after: int, sig: signal.Signals
+) -> tuple[int, str]:
+    """Start the crawl in its own process group, and once ``after`` pages are stored send ``sig``: SIGINT to the
+    whole group, as Ctrl-C in a terminal does (extraction workers included), SIGKILL to the crawl process alone,
+    as a crash would. Returns its exit status and what it printed; nothing may print a traceback."""
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    ) as crawler:
+        try:
+            deadline = time.monotonic() + 60
+            while _stored(store) < after and crawler.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            if sig == signal.SIGINT:
+                os.killpg(crawler.pid, sig)
+            else:
+                crawler.send_signal(sig)
+        sent = time.monotonic()
+        _out, err = crawler.communicate(timeout=30)
+    assert time.monotonic() - sent < 5, "the crawl took too long to stop"
+    assert b"Traceback" not in err, err.decode()
+    return crawler.returncode, flat(err.decode())
+
+
+def test_sigkill_then_ctrl_c_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) -> None:
+    """Killed (SIGKILL), resumed and interrupted (Ctrl-C), resumed again: every page once, nothing lost, and
+    the pages in flight at Ctrl-C are not recorded as failures (they would never be fetched again)."""
     add_wikipedia(server)
-    links = add_articles(server, 40, delay=0.2)
+    links = add_articles(server, 60, delay=0.2)
     add_google(server, {"question": links})
     rows = [{"id": f"k{n}", "question": f"question number {n}", "subject": TSNE_TITLE} for n in range(3)]
     questions = write_questions(tmp_path / "q.jsonl", rows)
     out = tmp_path / "run"
+    store = out / STORE_NAME
     command = [
         sys.executable,
         "-c",
@@ -350,7 +455,7 @@ def test_sigkill_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) ->
         "--search",
         "google",
         "--top",
-        "40",
+        "60",
         "--search-endpoint",
         server.url("/customsearch/v1"),
         "--wikipedia-endpoint",
@@ -364,31 +469,31 @@ def test_sigkill_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) ->
         "0",
     ]
     env = os.environ | ENV
-    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as crawler:
-        try:
-            deadline = time.monotonic() + 60
-            while _stored(out / STORE_NAME) < 5 and crawler.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
-        finally:
-            os.kill(crawler.pid, signal.SIGKILL)
-    assert crawler.returncode == -signal.SIGKILL
-    killed_at = _stored(out / STORE_NAME)
+    assert _interrupt(command, env, store, 5, signal.SIGKILL)[0] == -signal.SIGKILL
+    killed_at = _stored(store)
     assert 5 <= killed_at < 41, f"the crawl was not caught mid-way ({killed_at} pages stored)"
-
-    with closing(sqlite3.connect(out / STORE_NAME)) as db:
+    with closing(sqlite3.connect(store)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    status, printed = _interrupt(command, env, store, killed_at + 5, signal.SIGINT)
+    assert status == 130 and "rerun the same command to continue" in printed
+    with closing(sqlite3.connect(store)) as db:
+        stopped_at = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+        assert db.execute("SELECT reason, COUNT(*) FROM pages WHERE status = 'failed' GROUP BY reason").fetchall() == []
+    assert killed_at + 5 <= stopped_at < 61, f"Ctrl-C did not come mid-way ({stopped_at} pages stored)"
+    assert f"not yet fetched │ {61 - stopped_at} (rerun to continue)" in printed  # the summary, at Ctrl-C too
+
     resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-
-    with closing(sqlite3.connect(out / STORE_NAME)) as db:
+    with closing(sqlite3.connect(store)) as db:
         urls = [u for (u,) in db.execute("SELECT url FROM pages")]
         wanted = {u for (u,) in db.execute("SELECT DISTINCT url FROM results")}
         statuses = {s for (s,) in db.execute("SELECT status FROM pages")}
         per_question = dict(db.execute("SELECT question_id, COUNT(*) FROM results GROUP BY question_id"))
-    assert len(urls) == len(set(urls)) == len(wanted) == 41  # every page once, none missing
-    assert statuses == {"ok"} and per_question == {"k0": 41, "k1": 41, "k2": 41}
-    refetched = sum(server.hits(f"/article/{n}") for n in range(40)) - 40
-    assert 0 <= refetched <= 4 * 4  # at most the pages in flight (concurrency x 4: fetching or extracting)
+    assert len(urls) == len(set(urls)) == len(wanted) == 61  # every page once, none missing
+    assert statuses == {"ok"} and per_question == {"k0": 61, "k1": 61, "k2": 61}
+    refetched = sum(server.hits(f"/article/{n}") for n in range(60)) - 60
+    assert 0 <= refetched <= 2 * 4 * 4  # at most the pages in flight, twice (concurrency x 4: fetching or extracting)
 
 
 def test_page_declaring_a_non_text_codec_is_stored_not_a_crash(

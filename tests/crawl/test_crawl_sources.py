@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 import pytest
+import yaml
+from fixture_server import export_xml, wikitext
 
+from odqa.config import load_config
 from odqa.crawl import CrawlConfig
+from odqa.crawl.fetch import FetchFailure
 from odqa.crawl.search import BingSearch, BraveSearch, GoogleSearch, SearxngSearch, make_provider
 from odqa.crawl.sources import html_files_for, read_dump, read_html_file, wikitext_to_text
 from odqa.crawl.wikipedia import Wikipedia, normalise_title
 from odqa.errors import ConfigError, InputError
 from odqa.records import Example
-
-WIKITEXT = Path(__file__).resolve().parent.parent / "data" / "web" / "wikitext"
 
 
 def test_google_requests_page_by_ten_and_parse() -> None:
@@ -23,21 +25,26 @@ def test_google_requests_page_by_ten_and_parse() -> None:
     assert [(r.params["start"], r.params["num"]) for r in requests] == [(1, 10), (11, 10), (21, 5)]
     assert requests[0].headers["X-Goog-Api-Key"] == "k" and "key" not in requests[0].params
     assert requests[0].url == "http://127.0.0.1:1/cs"
+    last = list(google.requests("who?", 500))[-1]  # the API answers 400 to start + num > 100
+    assert (last.params["start"], last.params["num"]) == (91, 9)
     payload = {"items": [{"link": "https://a.org/x", "title": "A", "snippet": "s"}, {"title": "no link"}]}
     assert [(r.url, r.title) for r in google.parse(payload)] == [("https://a.org/x", "A")]
     assert google.parse({}) == []  # Google omits "items" when nothing matched
 
 
-def test_other_providers_parse_their_shapes() -> None:
+def test_other_providers_page_and_parse_their_shapes() -> None:
     brave = BraveSearch("b")
-    (request,) = brave.requests("q", 50)
-    assert request.params["count"] == 20 and request.headers["X-Subscription-Token"] == "b"
+    pages = list(brave.requests("q", 50))
+    assert [(r.params["count"], r.params["offset"]) for r in pages] == [(20, 0), (20, 1), (20, 2)]
+    assert pages[0].headers["X-Subscription-Token"] == "b" and len(list(brave.requests("q", 900))) == 10
     assert (
         brave.parse({"web": {"results": [{"url": "https://b.org", "title": "B"}]}})[0].url == "https://b.org"
     )
     bing = BingSearch("g")
+    assert [(r.params["count"], r.params["offset"]) for r in bing.requests("q", 120)] == [(50, 0), (50, 50), (50, 100)]
     assert next(iter(bing.requests("q", 5))).headers["Ocp-Apim-Subscription-Key"] == "g"
     assert bing.parse({"webPages": {"value": [{"url": "https://c.org", "name": "C"}]}})[0].title == "C"
+    assert bing.parse({"_type": "SearchResponse"}) == []  # no webPages when nothing matched
     searx = SearxngSearch("http://127.0.0.1:1")
     (first, second) = searx.requests("q", 15)
     assert (
@@ -77,6 +84,12 @@ def test_config_errors_say_what_is_valid() -> None:
         CrawlConfig(concurrency=0)
 
 
+def test_shipped_crawl_yaml_spells_out_the_defaults() -> None:
+    shipped = Path(__file__).resolve().parents[2] / "configs" / "crawl.yaml"
+    assert load_config(CrawlConfig, shipped) == CrawlConfig()
+    assert set(yaml.safe_load(shipped.read_text("utf-8"))) == {f.name for f in fields(CrawlConfig)}
+
+
 def test_wikipedia_urls() -> None:
     wiki = Wikipedia("https://ja.wikipedia.org/")
     assert (
@@ -90,8 +103,28 @@ def test_wikipedia_urls() -> None:
     assert normalise_title("jerry_Mumphrey  ") == "Jerry_Mumphrey".replace("_", " ")
 
 
+def test_wikipedia_action_api() -> None:
+    action = Wikipedia("https://mirror.example.org/", api="action")
+    url = action.html_url("AC/DC & co")
+    assert url.startswith("https://mirror.example.org/w/api.php?") and Wikipedia.is_parse_url(url)
+    assert "page=AC%2FDC+%26+co" in url and "redirects=1" in url and "format=json" in url
+    assert not Wikipedia.is_parse_url(Wikipedia().html_url("X"))
+    assert not Wikipedia.is_parse_url(action.search_request("q").url)
+    title, html = Wikipedia.parse_page({"parse": {"title": "A <b>", "text": "<p>Body</p>"}})
+    assert title == "A <b>" and "<title>A &lt;b&gt;</title>" in html
+    assert "<body><article><p>Body</p></article></body>" in html
+    assert Wikipedia.parse_page({"parse": {"title": "V1", "text": {"*": "<p>old format</p>"}}})[1].count("old") == 1
+    with pytest.raises(FetchFailure) as missing:
+        Wikipedia.parse_page({"error": {"code": "missingtitle", "info": "The page you specified doesn't exist."}})
+    assert missing.value.reason == "api_error" and str(missing.value).startswith("api_error: missingtitle")
+    with pytest.raises(FetchFailure, match="bad_response"):
+        Wikipedia.parse_page({"batchcomplete": True})
+    with pytest.raises(ConfigError, match="choose one of: rest, action"):
+        CrawlConfig(wikipedia_api="raw")  # type: ignore[arg-type]
+
+
 def test_wikitext_to_text_keeps_prose_only() -> None:
-    text = wikitext_to_text((WIKITEXT / "Jerry-Mumphrey.txt").read_text(encoding="utf-8"))
+    text = wikitext_to_text(wikitext("Jerry Mumphrey"))
     assert text.startswith("Jerry Wayne Mumphrey (born September 9, 1952) is a former Major League Baseball")
     assert "St. Louis Cardinals (1974–79)" in text
     for junk in ("{{", "}}", "[[", "Category:", "<ref", "obituaries.tylerpaper", "Infobox"):
@@ -99,41 +132,14 @@ def test_wikitext_to_text_keeps_prose_only() -> None:
 
 
 def _dump(tmp_path: Path, pages: dict[str, str], namespaces: dict[int, str] | None = None) -> Path:
-    ns = "".join(
-        f'<namespace key="{k}" case="first-letter">{v}</namespace>'
-        for k, v in (namespaces or {6: "File", 14: "Category"}).items()
-    )
-    body: list[str] = []
-    for title, wikitext in pages.items():
-        redirect = ""
-        if wikitext.upper().startswith("#REDIRECT"):
-            target = wikitext.split("[[", 1)[1].split("]]", 1)[0]
-            redirect = f'<redirect title="{escape(target)}" />'
-        body.append(
-            f"<page><title>{escape(title)}</title><ns>0</ns><id>{len(body) + 1}</id>{redirect}"
-            f'<revision><id>1</id><text xml:space="preserve">{escape(wikitext)}</text></revision></page>'
-        )
-    xml = (
-        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">'
-        f"<siteinfo><sitename>Wikipedia</sitename><base>https://en.wikipedia.org/wiki/Main_Page</base>"
-        f"<namespaces>{ns}</namespaces></siteinfo>{''.join(body)}</mediawiki>"
-    )
     path = tmp_path / "dump.xml"
-    path.write_text(xml, encoding="utf-8")
+    path.write_text(export_xml(pages, namespaces=namespaces), encoding="utf-8")
     return path
 
 
 def test_dump_finds_articles_and_follows_redirects(tmp_path: Path) -> None:
-    pages = {
-        "Toronto Redirect": (WIKITEXT / "redirect.txt").read_text(
-            encoding="utf-8"
-        ),  # -> Toronto, not in dump
-        "Mumphrey": "#REDIRECT [[Jerry Mumphrey]]",  # redirect before its target
-        "Jerry Mumphrey": (WIKITEXT / "Jerry-Mumphrey.txt").read_text(encoding="utf-8"),
-        "Bodmin": (WIKITEXT / "Bodmin.txt").read_text(encoding="utf-8"),
-        "Senate of Pakistan": (WIKITEXT / "Senate_of_Pakistan.txt").read_text(encoding="utf-8"),
-        "Raith Rovers F.C.": (WIKITEXT / "raith_rovers.txt").read_text(encoding="utf-8"),
-    }
+    titles = ["Toronto Redirect", "Mumphrey", "Jerry Mumphrey", "Bodmin", "Senate of Pakistan", "Raith Rovers F.C."]
+    pages = {t: "#REDIRECT [[Jerry Mumphrey]]" if t == "Mumphrey" else wikitext(t) for t in titles}
     dump = _dump(tmp_path, pages)
     found = read_dump(dump, ["bodmin", "Mumphrey", "Toronto Redirect", "Nowhere", "Raith_Rovers_F.C."])
     assert set(found) == {"Bodmin", "Mumphrey", "Raith Rovers F.C."}
@@ -144,8 +150,7 @@ def test_dump_finds_articles_and_follows_redirects(tmp_path: Path) -> None:
 
 
 def test_dump_drops_localised_category_links(tmp_path: Path) -> None:
-    wikitext = (WIKITEXT / "Mark-Behr.txt").read_text(encoding="utf-8")
-    dump = _dump(tmp_path, {"Mark Behr": wikitext}, {6: "Lêer", 14: "Kategorie"})
+    dump = _dump(tmp_path, {"Mark Behr": wikitext("Mark Behr")}, {6: "Lêer", 14: "Kategorie"})
     text = read_dump(dump, ["Mark Behr"])["Mark Behr"].text
     assert "Mark Behr" in text and "Kategorie" not in text
 

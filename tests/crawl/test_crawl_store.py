@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ import pytest
 from odqa.crawl.export import iter_examples
 from odqa.crawl.store import CrawlStore, PageRow, ResultRow, normalise_url, split_reason
 from odqa.datasets.detect import load_examples
-from odqa.errors import InputError
+from odqa.errors import CrawlError, InputError
 from odqa.records import Example
 
 
@@ -40,6 +42,18 @@ def _store(tmp_path: Path) -> CrawlStore:
         ]
     )
     return store
+
+
+def test_store_is_in_wal_mode_with_a_schema_version(tmp_path: Path) -> None:
+    """WAL: a reader (``odqa refine`` on a running crawl) never blocks the writer, and a kill loses no commit."""
+    _store(tmp_path).close()
+    with closing(sqlite3.connect(tmp_path / "crawl.sqlite")) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("1",)
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+        db.commit()
+    with pytest.raises(CrawlError, match="schema 0, this odqa reads schema 1"):
+        CrawlStore(tmp_path / "crawl.sqlite")
 
 
 def test_lookup_and_page_lifecycle(tmp_path: Path) -> None:
