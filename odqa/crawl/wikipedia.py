@@ -22,6 +22,11 @@ def normalise_title(title: str) -> str:
     return title[:1].upper() + title[1:]
 
 
+def _path_key(title: str) -> str:
+    """An article title as a URL path segment: normalised, underscores for spaces, percent-encoded."""
+    return quote(normalise_title(title).replace(" ", "_"), safe="")
+
+
 @dataclass(frozen=True)
 class Wikipedia:
     """URLs of one MediaWiki site: ``endpoint`` is its root, e.g. ``https://ja.wikipedia.org``; ``api`` says
@@ -58,14 +63,13 @@ class Wikipedia:
 
     def article_url(self, title: str) -> str:
         """The reader-facing URL of an article, ``ROOT/wiki/Title``."""
-        return f"{self.root}/wiki/{quote(normalise_title(title).replace(' ', '_'), safe='')}"
+        return f"{self.root}/wiki/{_path_key(title)}"
 
     def html_url(self, title: str) -> str:
         """Where an article's HTML is fetched: the REST API (a redirect page answers with an HTTP redirect to its
         target), or the action API's ``action=parse`` (``redirects=1`` follows redirect pages)."""
-        key = quote(normalise_title(title).replace(" ", "_"), safe="")
         if self.api == "rest":
-            return f"{self.root}/api/rest_v1/page/html/{key}"
+            return f"{self.root}/api/rest_v1/page/html/{_path_key(title)}"
         query = urlencode(
             {"action": "parse", "page": normalise_title(title), "prop": "text", "redirects": 1, "format": "json",
              "formatversion": 2}
