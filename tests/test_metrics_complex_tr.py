@@ -133,3 +133,15 @@ def test_answer_count_uses_the_answers_as_compared() -> None:
     assert answer_count(["Paris", "paris."], official=True) == "multi-answer"  # the official lowercase+strip
     assert answer_count([]) == answer_count(["", "the"]) == "no-answer"
     assert answer_count(["Tesla", "SpaceX"]) == "multi-answer"
+
+
+def test_a_repeated_predicted_answer_counts_once_in_answer_f1() -> None:
+    # "X and X" names one answer: P = 1/1, R = 1/2, F1 = 2/3 (counting it twice gave 0.8)
+    gold = ["Real Madrid", "Bayern Munich"]
+    assert score_question("Real Madrid and Real Madrid", gold).answer_f1 == pytest.approx(2 / 3)
+    assert score_question("Real Madrid $and real madrid.", gold).answer_f1 == pytest.approx(2 / 3)
+    assert score_question("Real Madrid and Bayern Munich and Real Madrid", gold).answer_f1 == 1.0
+    # a gold answer listed twice (in two spellings) is one answer too: R = 1/2, not 1/3
+    assert score_question("Jerry", ["Tom", "tom.", "Jerry"]).answer_f1 == pytest.approx(2 / 3)
+    # the official script counts every part: tp 2, fp 0, fn 1
+    assert score_question("Real Madrid $and Real Madrid", gold, official=True).answer_f1 == pytest.approx(0.8)

@@ -11,7 +11,8 @@ Two modes, both averaged over questions and reported as percentages under the of
   gold and parts are only lowercased and stripped (comma parts not even that).
 
 Everything else is shared: EM and token F1 compare the *first* predicted part with each gold answer (max over
-gold); set accuracy is ``set(gold) == set(parts)``; answer F1 counts parts found in gold as true positives.
+gold); set accuracy is ``set(gold) == set(parts)``; answer F1 counts parts found in gold as true positives,
+each distinct answer once in the default mode (the official script counts a repeated part again).
 See docs/metrics.md for a worked example.
 """
 
@@ -69,9 +70,11 @@ def score_question(prediction: str, answers: Iterable[str], *, official: bool = 
     """Score one prediction string against a question's gold answers."""
     gold = gold_answers(answers, official=official)
     parts = split_prediction(prediction, official=official)
-    tp = sum(part in gold for part in parts)
-    fp = len(parts) - tp
-    fn = sum(ref not in parts for ref in gold)
+    # Answer F1 counts each distinct answer once; the official script counts a repeated part (or gold) again.
+    counted, reference = (parts, gold) if official else (list(dict.fromkeys(parts)), list(dict.fromkeys(gold)))
+    tp = sum(part in reference for part in counted)
+    fp = len(counted) - tp
+    fn = sum(ref not in counted for ref in reference)
     precision = tp / (tp + fp)
     recall = tp / (tp + fn)
     answer_f1 = 0.0 if precision == recall == 0 else 2 * precision * recall / (precision + recall)
