@@ -16,7 +16,16 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 from odqa.errors import ConfigError
 
-__all__ = ["ChunkConfig", "EmbedConfig", "HybridConfig", "RefineConfig", "load_config", "to_dict", "write_resolved"]
+__all__ = [
+    "ChunkConfig",
+    "EmbedConfig",
+    "HybridConfig",
+    "RefineConfig",
+    "RerankConfig",
+    "load_config",
+    "to_dict",
+    "write_resolved",
+]
 
 Scorer = Literal["dense", "bm25", "hybrid", "original"]
 Pooling = Literal["cls", "mean"]
@@ -83,6 +92,30 @@ class HybridConfig:
         for name in ("rrf_k", "bm25_weight", "dense_weight", "temporal_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """A cross-encoder second stage over the first stage's top ``top_n``; ``model=None`` turns it off.
+
+    ``model`` is a hub id or a local folder that sentence-transformers' ``CrossEncoder`` loads. Passages ranked
+    below ``top_n`` keep their first-stage order (and scores) after the reranked ones.
+    """
+
+    model: str | None = None
+    top_n: int = 100
+    batch_size: int = 32  # sentence-transformers' own default for CrossEncoder.predict
+    max_length: int | None = None  # tokens per (question, passage) pair; None = the model's own limit
+    device: str | None = None  # None = sentence-transformers' choice (cuda if present)
+
+    def __post_init__(self) -> None:
+        if self.model is not None and not self.model.strip():
+            raise ConfigError("rerank model must be a hub id or a local path, got an empty string")
+        for name in ("top_n", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"rerank {name} must be >= 1, got {getattr(self, name)}")
+        if self.max_length is not None and self.max_length < 1:
+            raise ConfigError(f"rerank max_length must be >= 1 (or null: the model's own), got {self.max_length}")
 
 
 @dataclass(frozen=True)
