@@ -34,3 +34,29 @@ def minilm_encoder(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     cache = tmp_path_factory.mktemp("embed-cache")
     return Encoder(EmbedConfig(model="minilm", cache_dir=str(cache), device="cpu"))
+
+
+def _save_tiny_classifier(folder: Path, tokenizer_path: Path, num_labels: int) -> Path:
+    """A randomly initialised 2-layer BERT sequence classifier with MiniLM's tokenizer, saved as a model folder."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, num_labels=num_labels, initializer_range=0.5)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
+    """A tiny random cross-encoder (one relevance logit per pair) loadable by path; no real weights exist here."""
+    return _save_tiny_classifier(tmp_path_factory.mktemp("tiny-cross-encoder"), minilm_path, num_labels=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_two_label_classifier(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
+    """Like ``tiny_cross_encoder`` but with two output labels, which reranking must refuse."""
+    return _save_tiny_classifier(tmp_path_factory.mktemp("tiny-two-labels"), minilm_path, num_labels=2)
