@@ -27,7 +27,7 @@ from odqa.evaluate._common import check_missing, mean
 from odqa.evaluate.ja_similarity import TokenSimilarity, normalize_ja_answer
 from odqa.records import Example
 
-__all__ = ["Triple", "alignment_score", "evaluate_jemhopqa", "flatten_derivations"]
+__all__ = ["QuestionScores", "Triple", "alignment_score", "evaluate_jemhopqa", "flatten_derivations", "score_question"]
 
 Triple = tuple[str, str, str]
 _DIMS: dict[str, tuple[int, ...]] = {"e": (0, 2), "r": (1,), "er": (0, 2, 1)}
@@ -64,7 +64,9 @@ def alignment_score(
 
 
 @dataclass(frozen=True, slots=True)
-class _QuestionScores:
+class QuestionScores:
+    """One question's scores, the columns of the official script's per-question ``-o`` file."""
+
     answer: tuple[float, float] | None  # (em, score); None: not scored (no answer, --ignore-missing)
     derivation: Mapping[str, tuple[float, float, float]] | None  # dim -> (precision, recall, f1); None: not scored
 
@@ -91,19 +93,22 @@ def _derivation_scores(
     return out
 
 
-def _score(
-    example: Example, pred: Mapping[str, Any], similarity: TokenSimilarity, *, ignore_missing: bool
-) -> _QuestionScores:
-    """A part missing from the prediction scores 0, or, with ``ignore_missing``, is left out of that part's
-    averages (the official script's ``-ig`` skips a question per part: answers and derivations apart)."""
+def score_question(
+    example: Example, prediction: object, similarity: TokenSimilarity, *, ignore_missing: bool = False
+) -> QuestionScores:
+    """Score one prediction (an answer string or ``{"answer", "derivations"}``) against its gold example.
+
+    A part missing from the prediction scores 0, or, with ``ignore_missing``, is ``None``: left out of that
+    part's averages (the official script's ``-ig`` skips a question per part: answers and derivations apart)."""
+    pred = _as_record(example.id, prediction)
     answer = None if ignore_missing and "answer" not in pred else _answer_scores(example, pred.get("answer"),
                                                                                   similarity)
     derivation = None if ignore_missing and "derivations" not in pred else _derivation_scores(
         example, pred.get("derivations"), similarity)
-    return _QuestionScores(answer=answer, derivation=derivation)
+    return QuestionScores(answer=answer, derivation=derivation)
 
 
-def _summary(rows: Sequence[_QuestionScores]) -> dict[str, dict[str, float | None]]:
+def _summary(rows: Sequence[QuestionScores]) -> dict[str, dict[str, float | None]]:
     answers = [r.answer for r in rows if r.answer is not None]
     out: dict[str, dict[str, float | None]] = {
         "a": {"em": mean([a[0] for a in answers]), "score": mean([a[1] for a in answers])}
@@ -135,14 +140,14 @@ def evaluate_jemhopqa(
     golds = list(examples)
     kept = check_missing([e.id for e in golds], predictions, ignore_missing=ignore_missing)
     similarity = similarity or TokenSimilarity()
-    rows: list[tuple[str, _QuestionScores]] = []
+    rows: list[tuple[str, QuestionScores]] = []
     no_answer = no_derivations = 0
     for example in golds:
         if example.id in kept:
             record = _as_record(example.id, predictions[example.id])
             no_answer += "answer" not in record
             no_derivations += "derivations" not in record
-            scores = _score(example, record, similarity, ignore_missing=ignore_missing)
+            scores = score_question(example, record, similarity, ignore_missing=ignore_missing)
             rows.append((str(example.meta.get("type", "unknown")), scores))
     out: dict[str, object] = dict(_summary([r for _, r in rows]))
     out["by_type"] = {t: _summary([r for k, r in rows if k == t]) for t in sorted({k for k, _ in rows})}
