@@ -18,7 +18,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-__all__ = ["answer_tokens", "exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1"]
+__all__ = [
+    "answer_tokens", "exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1", "token_prf",
+]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = frozenset(string.punctuation)
@@ -36,14 +38,21 @@ def exact_match(prediction: str, golds: Iterable[str]) -> float:
     return float(any(pred == normalize_answer(g) for g in golds))
 
 
-def _f1(pred_tokens: Sequence[str], gold_tokens: Sequence[str]) -> float:
-    if not pred_tokens or not gold_tokens:
-        return float(pred_tokens == gold_tokens)
+def token_prf(pred_tokens: Sequence[str], gold_tokens: Sequence[str]) -> tuple[float, float, float]:
+    """``(f1, precision, recall)`` of the tokens two answers share, counted with multiplicity; all 0 when they
+    share none (so two empty answers score 0, as HotpotQA-style scripts have it; :func:`token_f1` adds SQuAD's
+    empty-answer rule)."""
     same = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
     if same == 0:
-        return 0.0
+        return 0.0, 0.0, 0.0
     precision, recall = same / len(pred_tokens), same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
+    return 2 * precision * recall / (precision + recall), precision, recall
+
+
+def _f1(pred_tokens: Sequence[str], gold_tokens: Sequence[str]) -> float:
+    if not pred_tokens or not gold_tokens:  # SQuAD 2.0: an empty side scores 1 only against another empty side
+        return float(pred_tokens == gold_tokens)
+    return token_prf(pred_tokens, gold_tokens)[0]
 
 
 def token_f1(prediction: str, golds: Iterable[str]) -> float:

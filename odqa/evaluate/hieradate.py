@@ -16,14 +16,13 @@ the question id and each probe under ``"<id>#<key>"`` (see :func:`odqa.datasets.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from odqa.datasets.hieradate import PROBE_SEPARATOR, is_lived_longer, probe_keys
 from odqa.errors import InputError
 from odqa.evaluate._common import answer_string, check_missing, mean
-from odqa.evaluate.answers import exact_match, normalize_answer
+from odqa.evaluate.answers import exact_match, normalize_answer, token_prf
 from odqa.records import Example
 
 __all__ = ["age_scores", "answer_scores", "evaluate_hieradate"]
@@ -33,21 +32,13 @@ _AGE_PARTS = ("year", "month", "day")
 Scores = tuple[float, float, float, float]  # em, f1, precision, recall
 
 
-def _prf(pred: Sequence[str], gold: Sequence[str]) -> tuple[float, float, float]:
-    same = sum((Counter(pred) & Counter(gold)).values())
-    if same == 0:
-        return 0.0, 0.0, 0.0
-    precision, recall = same / len(pred), same / len(gold)
-    return 2 * precision * recall / (precision + recall), precision, recall
-
-
 def answer_scores(prediction: str, gold: str) -> Scores:
     """``(em, f1, precision, recall)`` of a text answer, as the official script computes them."""
     pred, ref = normalize_answer(prediction), normalize_answer(gold)
     em = float(pred == ref)
     if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
         return em, 0.0, 0.0, 0.0
-    return (em, *_prf(pred.split(), ref.split()))
+    return (em, *token_prf(pred.split(), ref.split()))
 
 
 def _number(value: object) -> str:
@@ -81,7 +72,7 @@ def age_scores(prediction: object, gold: Mapping[str, Any], what: str = "age", *
     pred = _age_tokens(prediction, f"predicted {what}")
     if year_only:
         pred, ref = pred[:1], ref[:1]
-    return (float(pred == ref), *_prf(pred, ref))
+    return (float(pred == ref), *token_prf(pred, ref))
 
 
 def _block(rows: list[Scores], keys: tuple[str, str, str, str]) -> dict[str, float | None]:
