@@ -1,4 +1,5 @@
 """Table-aware retrieval over one HybridQA table and its linked passages (paper 003, section 4, "Linking").
+It lives beside the HybridQA loader, whose ``Table`` it reads: retrievers in ``odqa.retrieve`` know no dataset.
 
 Linking finds the cells a question points at, from two sources:
 
