@@ -1,26 +1,22 @@
 """Documents to passages: the DPR rule (100 whitespace words, no overlap, title carried separately), and a
-character budget for text written without spaces between words (Japanese, Chinese)."""
+character budget for text written without spaces between words (Japanese, Chinese, Thai, Khmer, ...: see
+:mod:`odqa.text`)."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 
 from odqa.config import ChunkConfig
 from odqa.records import Document, Passage
+from odqa.text import is_unspaced
 
-__all__ = ["chunk", "chunk_document", "is_unspaced"]
+__all__ = ["chunk", "chunk_document"]
 
-# Hiragana, katakana, CJK ideographs (incl. extension A), halfwidth katakana, Hangul is spaced so not included.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
-_SENTENCE_END = re.compile(r"(?<=[。！？!?])")
-
-
-def is_unspaced(text: str) -> bool:
-    """True when most of ``text`` is in a script written without spaces between words."""
-    sample = text[:2000]
-    letters = sum(1 for ch in sample if not ch.isspace())
-    return letters > 0 and len(_UNSPACED.findall(sample)) / letters > 0.3
+# Sentence ends: CJK and Latin marks, Khmer khan and bariyoosan, Myanmar section mark (Thai and Lao use a space).
+_SENTENCE_END = re.compile(r"(?<=[。！？!?។៕။])")
+_SPACE = re.compile(r"(?<=[ \u200b])")  # after a space or a zero-width space (Khmer, Thai word breaks)
 
 
 def _by_words(text: str, size: int, stride: int) -> Iterator[str]:
@@ -31,20 +27,35 @@ def _by_words(text: str, size: int, stride: int) -> Iterator[str]:
             break
 
 
+def _hard_cuts(text: str, budget: int) -> Iterator[str]:
+    """Pieces of at most ``budget`` characters, never cut between a letter and its combining marks."""
+    while len(text) > budget:
+        cut = budget
+        while cut > 1 and unicodedata.category(text[cut]).startswith("M"):
+            cut -= 1
+        yield text[:cut]
+        text = text[cut:]
+    yield text
+
+
+def _units(text: str, budget: int) -> Iterator[str]:
+    """Sentences; a sentence over ``budget`` split after its spaces, a piece still over it cut hard."""
+    for sentence in _SENTENCE_END.split(text):
+        if len(sentence) <= budget:
+            yield sentence
+            continue
+        for piece in _SPACE.split(sentence):
+            yield from _hard_cuts(piece, budget)
+
+
 def _by_chars(text: str, budget: int) -> Iterator[str]:
-    """Pack sentences into chunks of at most ``budget`` characters; a longer sentence is cut hard."""
+    """Pack sentences into chunks of at most ``budget`` characters (see :func:`_units` for longer ones)."""
     current = ""
-    for sentence in _SENTENCE_END.split(re.sub(r"\s+", " ", text).strip()):
-        while len(sentence) > budget:
-            if current:
-                yield current
-                current = ""
-            yield sentence[:budget]
-            sentence = sentence[budget:]
-        if len(current) + len(sentence) > budget and current:
+    for unit in _units(re.sub(r"\s+", " ", text).strip(), budget):
+        if len(current) + len(unit) > budget and current:
             yield current
             current = ""
-        current += sentence
+        current += unit
     if current.strip():
         yield current
 

@@ -18,6 +18,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from odqa.text import is_unspaced_char
+
 __all__ = [
     "answer_tokens", "exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1", "token_prf",
 ]
@@ -61,26 +63,6 @@ def token_f1(prediction: str, golds: Iterable[str]) -> float:
     return max((_f1(pred, normalize_answer(g).split()) for g in golds), default=0.0)
 
 
-# Scripts written without spaces between words: each character is a token (see the module docstring).
-_UNSPACED = (
-    (0x0E00, 0x0EFF),  # Thai, Lao
-    (0x1000, 0x109F),  # Myanmar
-    (0x1780, 0x17FF),  # Khmer
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x31F0, 0x31FF),  # Katakana phonetic extensions
-    (0x3400, 0x4DBF),  # CJK extension A
-    (0x4E00, 0x9FFF),  # CJK unified ideographs
-    (0xF900, 0xFAFF),  # CJK compatibility ideographs
-    (0xFF66, 0xFF9F),  # half-width Katakana
-    (0x20000, 0x3134F),  # CJK extensions B-G
-)
-
-
-def _unspaced(ch: str) -> bool:
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _UNSPACED)
-
-
 def answer_tokens(text: str) -> list[str]:
     """The lowercased tokens has_answer compares (DPR's SimpleTokenizer over NFD text, see the module doc)."""
     tokens: list[str] = []
@@ -91,7 +73,7 @@ def answer_tokens(text: str) -> list[str]:
         if kind == "M" and not run and after_unspaced:
             tokens[-1] += ch.lower()
             continue
-        if kind in "LNM" and not _unspaced(ch):
+        if kind in "LNM" and not is_unspaced_char(ch):
             run.append(ch)
             after_unspaced = False
             continue

@@ -1,5 +1,6 @@
 """Lexical tokenisation for BM25: lowercased, Snowball-stemmed English word tokens without stopwords; character
-bigrams for text written without spaces (Japanese, Chinese), so no dictionary is needed."""
+bigrams for text written without spaces between words (Japanese, Chinese, Thai, Khmer, ...: see
+:mod:`odqa.text`), so no dictionary is needed."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
-from odqa.chunk import is_unspaced
+from odqa.text import is_unspaced
 
 __all__ = ["STOPWORDS", "Tokenizer", "tokenize"]
 
 Tokenizer = Callable[[str], Sequence[str]]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SEGMENT = re.compile(r"[^\s\u200b]+")  # bigrams stay within what spaces and zero-width spaces separate
 
 # A short list of English function words; kept small so content words like "first" or "after" still count.
 STOPWORDS = frozenset(
@@ -42,7 +44,7 @@ def _stemmer() -> Any:
 def tokenize(text: str) -> tuple[str, ...]:
     """Tokens for BM25: stemmed words (minus stopwords) or, for unspaced scripts, character bigrams."""
     if is_unspaced(text):
-        chars = [c for c in text if not c.isspace()]
-        return tuple(a + b for a, b in pairwise(chars)) or tuple(chars)
+        segments = _SEGMENT.findall(text.lower())
+        return tuple(token for s in segments for token in ([a + b for a, b in pairwise(s)] or [s]))
     words = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
     return tuple(_stemmer().stemWords(words))
