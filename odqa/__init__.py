@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from odqa._version import __version__
 from odqa.chunk import chunk, chunk_document
 from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig
 from odqa.datasets.detect import load_examples

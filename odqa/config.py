@@ -1,7 +1,8 @@
 """One small config dataclass per stage, built once at the CLI boundary from flags or a YAML file.
 
 ``load_config(RefineConfig, "configs/refine.yaml", k=50)`` reads the file, rejects unknown keys, applies the
-overrides that are not ``None``, and validates the result.
+overrides that are not ``None``, and validates the result: types by pydantic against the dataclass annotations
+(strict: ``k: true`` or ``words: "5"`` is an error), ranges by each dataclass's ``__post_init__``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, get_args
 
+from odqa._version import __version__
 from odqa.errors import ConfigError
 
 __all__ = [
@@ -39,7 +40,7 @@ class ChunkConfig:
 
     words: int = 100
     stride: int | None = None  # None = words (no overlap)
-    chars: int = 200  # budget for text without spaces between words (Japanese, Chinese)
+    chars: int = 200  # budget for text without spaces between words (Japanese, Chinese, Thai, ...: odqa.text)
 
     def __post_init__(self) -> None:
         if self.words < 1:
@@ -144,55 +145,39 @@ def _check_choice(name: str, value: object, valid: tuple[object, ...]) -> None:
         raise ConfigError(f"{name} {value!r} is not valid; choose one of: {', '.join(map(str, valid))}")
 
 
-def _type_name(hint: Any) -> str:
-    if get_origin(hint) is Literal:
-        return " | ".join(repr(a) for a in get_args(hint))
-    if get_origin(hint) in (Union, UnionType):
-        return " | ".join(_type_name(a) for a in get_args(hint))
-    return "null" if hint is type(None) else getattr(hint, "__name__", str(hint))
+def _unknown_keys(cls: type, data: Mapping[str, Any], where: str) -> None:
+    """Reject keys that are not fields, naming the valid ones (nested configs are checked too)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields), key=str)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {sorted(fields)}")
+    for name, value in data.items():
+        sub = fields[name].default_factory  # nested config dataclasses use default_factory
+        if isinstance(value, Mapping) and isinstance(sub, type) and dataclasses.is_dataclass(sub):
+            _unknown_keys(sub, value, f"{where}: {name}")
 
 
-def _matches(value: Any, hint: Any) -> bool:
-    origin = get_origin(hint)
-    if origin in (Union, UnionType):
-        return any(_matches(value, arg) for arg in get_args(hint))
-    if origin is Literal:
-        return value in get_args(hint)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint) if isinstance(hint, type) else True
-
-
-def _check_type(where: str, value: Any, hint: Any) -> None:
-    """Reject a value of the wrong type (YAML ``words: 1.5``, ``k: true``) before it reaches a stage."""
-    if not _matches(value, hint):
-        raise ConfigError(f"{where} must be {_type_name(hint)}, got {value!r}")
+# pydantic's words for these speak of JSON; a config file is YAML.
+_EXPECTED = {"dataclass_type": "a mapping of keys to values", "tuple_type": "a list", "list_type": "a list"}
 
 
 def _build(cls: type[C], data: Mapping[str, Any], where: str) -> C:
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {sorted(fields)}")
-    hints = get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    for name, value in data.items():
-        sub = fields[name].default_factory  # nested config dataclasses use default_factory
-        if dataclasses.is_dataclass(sub) and isinstance(sub, type):
-            value = _build(sub, value, f"{where}.{name}")
-        else:
-            _check_type(f"{where}: {name}", value, hints[name])
-        kwargs[name] = value
+    """Validate ``data`` against the dataclass's annotations (strictly: no ``"5"`` for an int, no ``1`` for a
+    bool), then construct it, so ``__post_init__`` checks the ranges.
+
+    pydantic validates the JSON form of the data: strict JSON mode still takes a YAML list for a tuple and an int
+    for a float; a YAML scalar JSON cannot hold (a date) is passed as its text.
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    _unknown_keys(cls, data, where)
     try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
+        return TypeAdapter(cls).validate_json(json.dumps(data, default=str), strict=True)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = ".".join(map(str, error["loc"]))
+        valid = _EXPECTED.get(error["type"]) or error["msg"].removeprefix("Input should be ")
+        raise ConfigError(f"{where}: {name} must be {valid}, got {error['input']!r}") from exc
 
 
 def load_config(cls: type[C], path: str | Path | None = None, **overrides: Any) -> C:
@@ -239,7 +224,6 @@ def to_dict(config: object) -> dict[str, Any]:
 
 def write_resolved(config: object, output: str | Path) -> Path:
     """Write ``config`` as ``<output>.config.json`` beside ``output``; returns the path written."""
-    from odqa import __version__
     from odqa.io import atomic_write
 
     output = Path(output)

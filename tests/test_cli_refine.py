@@ -120,8 +120,8 @@ def test_unwritable_output(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("yaml_text", "message"),
-    [("chunk: {words: 1.5}\n", "chunk: words must be int, got 1.5"),
-     ("k: true\n", "k must be int, got True"),
+    [("chunk: {words: 1.5}\n", "chunk.words must be a valid integer, got 1.5"),
+     ("k: true\n", "k must be a valid integer, got True"),
      ("embed: minilm\n", "'embed' must be a mapping")],
 )
 def test_bad_config_values(tmp_path: Path, yaml_text: str, message: str) -> None:

@@ -1,7 +1,7 @@
 """The crawl stage's configuration: one frozen dataclass built once at the CLI boundary (flags or YAML).
 
-Build it with ``odqa.config.load_config(CrawlConfig, yaml_path, top=5, allow_private=True)``: unknown keys are
-rejected, values are validated here.
+Build it with ``odqa.config.load_config(CrawlConfig, yaml_path, top=5, allow_private=True)``: unknown keys and
+wrong types are rejected there, ranges and combinations here.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from odqa._version import __version__
 from odqa.errors import ConfigError
 
 __all__ = ["CrawlConfig", "SearchName", "WikipediaApi"]
@@ -90,7 +91,5 @@ class CrawlConfig:
     @property
     def user_agent(self) -> str:
         """The User-Agent sent with every request: names the tool and, when given, how to reach its user."""
-        from odqa import __version__
-
         contact = f"; {self.contact}" if self.contact else ""
         return f"odqa-crawl/{__version__} (+https://github.com/odqa/odqa{contact})"

@@ -393,7 +393,7 @@ def test_cli_runs_prints_summary_and_exports(tmp_path: Path, web: FixtureServer)
     bad = CliRunner().invoke(app, ["crawl", str(questions), "--out", str(out), "--config", str(typo)])
     assert bad.exit_code == 1 and "unknown key(s) ['concurency']" in flat(bad.output)
     api = CliRunner().invoke(app, ["crawl", str(questions), "--out", str(out), "--wikipedia-api", "raw"])
-    assert api.exit_code == 1 and "wikipedia_api must be 'rest' | 'action', got 'raw'" in flat(api.output)
+    assert api.exit_code == 1 and "wikipedia_api must be 'rest' or 'action', got 'raw'" in flat(api.output)
 
 
 def flat(text: str) -> str:
