@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from odqa.config import Pooling
 from odqa.errors import ConfigError
 from odqa.records import Passage
 
 __all__ = ["PRESETS", "Preset", "get_preset", "passage_text", "query_text"]
 
-Pooling = Literal["cls", "mean"]
 Score = Literal["cosine", "dot"]
 
 BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
