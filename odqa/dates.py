@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Age", "PartialDate", "add_months", "age_between", "parse_date"]
+from dateutil.relativedelta import relativedelta
+
+__all__ = ["Age", "PartialDate", "age_between", "parse_date"]
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
@@ -120,21 +122,10 @@ class Age:
         return f"{self.years}-year-{self.months}-month-{self.days}-day-old"
 
 
-def add_months(day: dt.date, months: int) -> dt.date:
-    """``day`` moved by ``months`` calendar months, clamped to the last day of the target month."""
-    index = day.year * 12 + day.month - 1 + months
-    year, month = divmod(index, 12)
-    last = calendar.monthrange(year, month + 1)[1]
-    return dt.date(year, month + 1, min(day.day, last))
-
-
 def age_between(start: dt.date, end: dt.date) -> Age:
-    """Whole years, then months, then days from ``start`` to ``end``, by calendar (as dateutil does)."""
+    """Whole years, then months, then days from ``start`` to ``end``, by calendar (dateutil's relativedelta: a
+    month added to the 31st ends on the target month's last day)."""
     if end < start:
         raise ValueError(f"end {end.isoformat()} is before start {start.isoformat()}")
-    months = (end.year - start.year) * 12 + end.month - start.month
-    if add_months(start, months) > end:
-        months -= 1
-    days = (end - add_months(start, months)).days
-    years, months = divmod(months, 12)
-    return Age(years, months, days)
+    span = relativedelta(end, start)
+    return Age(span.years, span.months, span.days)

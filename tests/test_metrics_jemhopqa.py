@@ -9,7 +9,7 @@ import pytest
 
 from odqa.datasets.jemhopqa import load_jemhopqa
 from odqa.errors import InputError
-from odqa.evaluate.ja_similarity import TokenSimilarity, normalize_ja_answer, sequence_ratio
+from odqa.evaluate.ja_similarity import TokenSimilarity, normalize_ja_answer
 from odqa.evaluate.jemhopqa import alignment_score, evaluate_jemhopqa, flatten_derivations
 from odqa.records import Example
 
@@ -26,11 +26,13 @@ def examples(data_dir: Path) -> list[Example]:
     return list(load_jemhopqa(data_dir / "jemhopqa" / "train_ver1.2.slice.json"))
 
 
-def test_sequence_ratio_is_levenshtein_ratio() -> None:
-    assert sequence_ratio([0, 1, 2], [0, 1, 2]) == 1.0
-    assert sequence_ratio([0, 1], [0, 2]) == 0.5
-    assert sequence_ratio([0, 1], [1, 0]) == 0.5
-    assert sequence_ratio([], []) == 1.0 and sequence_ratio([1], []) == 0.0
+def test_similarity_is_levenshtein_ratio_over_tokens(similarity: TokenSimilarity) -> None:
+    """``2 * LCS / (len(gold) + len(pred))`` over the token sequences, paired tokens made equal."""
+    assert similarity("東京都と大阪府", "東京都と大阪府") == 1.0
+    assert similarity("大阪府と東京都", "東京都と大阪府") == 0.5  # both tokens paired, in the other order: LCS 1
+    assert similarity("東京都", "東京都と大阪府") == pytest.approx(2 / 3)  # one of two gold tokens
+    assert similarity("京都府", "東京都と大阪府") == 0.0
+    assert similarity("。", "、") == 1.0  # no content token on either side
 
 
 def test_normalize_ja_answer() -> None:

@@ -5,21 +5,22 @@ Tokens (split mode C) skip whitespace, symbols, particles and auxiliary verbs; a
 becomes one token (a leading zero dropped: "05月" -> "5月"); any other token matches another when their sets
 {surface, normalised form, synonyms} intersect. Gold tokens are paired greedily with the first unpaired
 matching predicted token; the similarity is Levenshtein's ratio, ``2 * LCS / (len(gold) + len(pred))``, over
-the two token sequences with paired tokens made equal.
+the two token sequences with paired tokens made equal (rapidfuzz's ``Indel.normalized_similarity``: the function
+behind python-Levenshtein's ``ratio``, which the official script calls).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from odqa._optional import require
 from odqa.errors import InputError
 
-__all__ = ["TokenSimilarity", "normalize_ja_answer", "sequence_ratio"]
+__all__ = ["TokenSimilarity", "normalize_ja_answer"]
 
 _SKIPPED_POS = frozenset({"空白", "補助記号", "助詞", "助動詞"})
 _BRACKETED = re.compile(r"\s*[\(（].+?[\)）]\s*")
@@ -32,18 +33,6 @@ def normalize_ja_answer(text: str) -> str:
     """はい/いいえ as YES/NO, bracketed asides and 『』「」 removed, whitespace collapsed."""
     text = _YES_NO.get(text, text)
     return " ".join(_QUOTES.sub("", _BRACKETED.sub("", text)).split())
-
-
-def sequence_ratio(a: Sequence[int], b: Sequence[int]) -> float:
-    """Levenshtein's ratio (indel distance), ``2 * LCS / (len(a) + len(b))``; 1.0 when both are empty."""
-    if not a and not b:
-        return 1.0
-    row = [0] * (len(b) + 1)
-    for x in a:
-        diagonal = 0
-        for j, y in enumerate(b, start=1):
-            diagonal, row[j] = row[j], diagonal + 1 if x == y else max(row[j], row[j - 1])
-    return 2 * row[-1] / (len(a) + len(b))
 
 
 def _load_dictionary(sudachipy: Any, requested: str | None) -> tuple[str, Any]:
@@ -92,6 +81,9 @@ class TokenSimilarity:
 
     def __init__(self, *, dictionary: str | None = None, user_dic: str | Path | None = None) -> None:
         sudachipy = require("sudachipy", "ja")
+        # python-Levenshtein's ratio, which the official script calls, is this function of rapidfuzz
+        self._ratio: Callable[[Sequence[int], Sequence[int]], float] = require(
+            "rapidfuzz.distance", "ja").Indel.normalized_similarity
         self.dictionary, loaded = _load_dictionary(sudachipy, dictionary)
         # Dictionary.tokenizer (SudachiPy 0.7) replaces create (0.6, what the official script calls): same tokenizer
         make = getattr(loaded, "tokenizer", None) or loaded.create
@@ -158,4 +150,4 @@ class TokenSimilarity:
                     break
         gold_seq = [x if x is not None else -1 - i for i, x in enumerate(gold_ids)]
         pred_seq = [x if x is not None else -1 - len(gold_ids) - j for j, x in enumerate(pred_ids)]
-        return sequence_ratio(gold_seq, pred_seq)
+        return self._ratio(gold_seq, pred_seq)
