@@ -5,7 +5,7 @@ from __future__ import annotations
 from odqa._version import __version__
 from odqa.chunk import chunk, chunk_document
 from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig
-from odqa.datasets.detect import load_examples
+from odqa.inputs import load_examples
 from odqa.embed import Encoder
 from odqa.errors import (
     ConfigError,

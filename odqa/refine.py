@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from odqa.chunk import chunk
-from odqa.config import RefineConfig
+from odqa.config import EmbedConfig, RefineConfig
 from odqa.errors import ConfigError
 from odqa.evaluate.answers import has_answer
 from odqa.io import CtxKey, example_to_fid
@@ -29,7 +29,7 @@ from odqa.retrieve.tokenize import Tokenizer, tokenize
 if TYPE_CHECKING:
     from odqa.embed import Encoder
 
-__all__ = ["RefineStats", "Refined", "fid_record", "refine", "score_passages"]
+__all__ = ["RefineStats", "Refined", "check_encoder", "distinct_passages", "fid_record", "refine", "score_passages"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class RefineStats:
 
     questions: int = 0
     passages: int = 0
+    duplicates: int = 0  # candidate passages dropped because an earlier candidate of the question had their text
     no_candidates: int = 0
     fewer_than_k: int = 0
     empty_question: int = 0
@@ -98,6 +99,39 @@ def _needs_dense(config: RefineConfig) -> bool:
     return config.scorer in ("dense", "hybrid")
 
 
+def distinct_passages(passages: Iterable[Passage]) -> list[Passage]:
+    """``passages`` without repeated texts, each text kept at its first (best-ranked) source.
+
+    The same article reached twice (two URLs, a mirror, a dataset listing it twice) would otherwise fill the
+    top k with every passage twice.
+    """
+    seen: set[str] = set()
+    kept = []
+    for passage in passages:
+        if passage.text not in seen:
+            seen.add(passage.text)
+            kept.append(passage)
+    return kept
+
+
+_VECTOR_SETTINGS = ("model", "pooling", "normalize", "query_prefix", "passage_prefix", "max_seq_length")
+
+
+def check_encoder(config: EmbedConfig, encoder: Encoder) -> None:
+    """Refuse an encoder that makes other vectors than ``config`` describes, since the config is what gets
+    written next to the output."""
+    from odqa.embed import resolve_model
+
+    wanted, built = resolve_model(config), encoder.preset
+    differ = [f"{name} {getattr(built, name)!r} (encoder) vs {getattr(wanted, name)!r} (config)"
+              for name in _VECTOR_SETTINGS if getattr(built, name) != getattr(wanted, name)]
+    if encoder.config.precision != config.precision:
+        differ.append(f"precision {encoder.config.precision!r} (encoder) vs {config.precision!r} (config)")
+    if differ:
+        raise ConfigError(f"the encoder does not match the refine config's embed settings: {'; '.join(differ)}; "
+                          "build it from the same settings: Encoder(config.embed)")
+
+
 def refine(
     examples: Iterable[Example],
     config: RefineConfig | None = None,
@@ -105,18 +139,25 @@ def refine(
     stats: RefineStats | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[Refined]:
-    """Yield each example with its top ``config.k`` passages. ``encoder`` is required for dense/hybrid.
+    """Yield each example with its top ``config.k`` passages. ``encoder`` is required for dense/hybrid and must
+    be built from ``config.embed``.
 
-    Examples without candidates, or with an empty question, are kept (empty ctxs / original order) and counted.
+    A question's candidates never hold the same passage text twice (see :func:`distinct_passages`). Examples
+    without candidates, or with an empty question, are kept (empty ctxs / original order) and counted.
     """
     config = config or RefineConfig()
     stats = stats if stats is not None else RefineStats()
-    if _needs_dense(config) and encoder is None:
-        raise ConfigError(f"scorer {config.scorer!r} needs an encoder: refine(examples, config, Encoder(config.embed))")
+    if _needs_dense(config):
+        if encoder is None:
+            raise ConfigError(
+                f"scorer {config.scorer!r} needs an encoder: refine(examples, config, Encoder(config.embed))")
+        check_encoder(config.embed, encoder)
     tokens: Tokenizer = functools.lru_cache(maxsize=100_000)(tokenize)  # lives as long as this run
     iterator = iter(examples)
     while block := list(itertools.islice(iterator, config.block_size)):
-        candidates = [list(chunk(ex.ctxs or (), config.chunk)) for ex in block]
+        chunked = [list(chunk(ex.ctxs or (), config.chunk)) for ex in block]
+        candidates = [distinct_passages(ps) for ps in chunked]
+        stats.duplicates += sum(len(ps) for ps in chunked) - sum(len(ps) for ps in candidates)
         similarities: list[np.ndarray | None] = [None] * len(block)
         if encoder is not None and _needs_dense(config):
             flat = [p for ps in candidates for p in ps]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,71 @@ def test_error_is_exactly_one_line_however_long(tmp_path: Path) -> None:
     result = runner.invoke(app, ["refine", str(long_name), "--out", str(tmp_path / "o.jsonl")])
     assert result.exit_code == 1
     assert result.output.strip().count("\n") == 0 and result.output.startswith("InputError: ")
+
+
+@pytest.mark.parametrize(
+    ("dataset_file", "questions", "min_ctxs"),
+    [
+        ("hieradate/normal.json", 2, 2),  # candidates under 'context', as [title, [sentence, ...]]
+        ("hieradate/distractor.jsonl", 1, 10),
+        ("complex_tr/reasonqa.jsonl", 7, 1),  # 'context' text
+        ("complex_tr/odqa.jsonl", 7, 2),  # 'passages'
+        ("timeqa/human_annotated_train.slice.json", 11, 1),  # 'paras'
+        ("timeqa/human_train.hard.slice.jsonl", 14, 1),  # 'paragraphs'
+    ],
+)
+def test_every_dataset_refines_through_its_own_loader(
+    tmp_path: Path, data_dir: Path, dataset_file: str, questions: int, min_ctxs: int
+) -> None:
+    out = tmp_path / "refined.jsonl"
+    result = runner.invoke(app, ["refine", str(data_dir / dataset_file), "--out", str(out), "--scorer", "bm25",
+                                 "--k", "10"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == questions
+    assert all(len(r["ctxs"]) >= min_ctxs for r in rows), [len(r["ctxs"]) for r in rows]
+
+
+@pytest.mark.parametrize(
+    "dataset_file",
+    ["jemhopqa/train_ver1.2.slice.json", "complex_tr/squad_style.json"],
+)
+def test_questions_without_any_candidates_are_an_error_naming_the_fix(
+    tmp_path: Path, data_dir: Path, dataset_file: str
+) -> None:
+    out = tmp_path / "refined.jsonl"
+    result = runner.invoke(app, ["refine", str(data_dir / dataset_file), "--out", str(out), "--scorer", "bm25"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output
+    assert output.startswith("InputError: none of the") and "has candidate passages" in output
+    assert "odqa crawl" in output and "odqa retrieve" in output
+    assert not out.exists() and not (tmp_path / "refined.jsonl.config.json").exists()
+
+
+def test_fid_questions_without_candidates_are_an_error(tmp_path: Path) -> None:
+    rows = [{"id": "q1", "question": "Who?", "answers": ["x"]}, {"id": "q2", "question": "What?", "ctxs": []}]
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl", rows)), "--out",
+                                 str(tmp_path / "o.jsonl"), "--scorer", "bm25"])
+    assert result.exit_code == 1 and "InputError: none of the 2 question(s) has candidate passages" in " ".join(
+        result.output.split())
+
+
+def test_hybridqa_questions_name_their_loader(tmp_path: Path, data_dir: Path) -> None:
+    result = runner.invoke(app, ["refine", str(data_dir / "hybridqa" / "dev.sample.json"), "--out",
+                                 str(tmp_path / "o.jsonl"), "--scorer", "bm25"])
+    assert result.exit_code == 1 and "holds HybridQA questions" in " ".join(result.output.split())
+
+
+def test_repeated_articles_give_distinct_passages(tmp_path: Path) -> None:
+    article = " ".join(f"word{i}" for i in range(300))
+    rows = [{"id": "q1", "question": "word7 word250", "answers": ["word250"],
+             "ctxs": [{"id": "a", "title": "A", "text": article}, {"id": "a2", "title": "A", "text": article},
+                      {"id": "b", "title": "B", "text": "something else"}]}]
+    out = tmp_path / "o.jsonl"
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl", rows)), "--out", str(out),
+                                 "--scorer", "bm25", "--k", "100"])
+    assert result.exit_code == 0, result.output
+    ctxs = json.loads(out.read_text())["ctxs"]
+    assert len(ctxs) == len({c["text"] for c in ctxs}) == 4
+    assert {c["id"] for c in ctxs} == {"a:0", "a:1", "a:2", "b"}
+    assert re.search(r"repeated passages dropped\s*│\s*3\s*│", result.output)

@@ -159,3 +159,21 @@ def test_fid_output_of_refine_is_read_as_gold(data_dir: Path, tmp_path: Path) ->
     assert [(e.id, e.answers, e.meta["hops"]) for e in again] == [(e.id, e.answers, e.meta["hops"])
                                                                    for e in examples]
     assert again[0].ctxs is not None and len(again[0].ctxs) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"question": None}, "'question' must be a string"),
+        ({"passages": [{"title": 5, "text": "x"}]}, "passage 0: 'title' must be a string or absent, got a JSON number"),
+        ({"passages": [{"title": "t", "text": "x", "id": ["a"]}]},
+         "passage 0: 'id' must be a string or a number, got a JSON array"),
+        ({"passages": [None]}, "passage 0 has no 'text' string"),
+    ],
+)
+def test_null_or_wrong_type_fields(tmp_path: Path, change: dict[str, object], message: str) -> None:
+    good = {"id": "L2_Q1_P1_1", "question": "?", "text_answers": {"text": ["a"]}}
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good | change) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"bad\.jsonl:2: .*" + message):
+        list(load_complex_tr(path))

@@ -129,3 +129,19 @@ def test_generated_probes_load_and_score(tmp_path: Path) -> None:
     assert [len(probe_examples(e)) for e in examples] == [8, 5]
     oracle = {e.id: {"answer": e.answers[0], **e.meta["probes"]} for e in examples}
     assert evaluate_hieradate(examples, oracle)["em_math"] == 100.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"_id": None}, "'_id' must be a string, got null"),
+        ({"_id": ["a"]}, "'_id' must be a string, got a JSON array"),
+        ({"question": None}, "question and answer must be strings"),
+    ],
+)
+def test_null_or_wrong_type_id(tmp_path: Path, data_dir: Path, change: dict[str, object], message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_record(data_dir, 1)) + "\n" + json.dumps(_record(data_dir, 1) | change) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(FormatError, match=r"bad\.jsonl:2: .*" + message):
+        list(load_hieradate(path))

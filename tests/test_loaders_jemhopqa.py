@@ -55,3 +55,23 @@ def test_missing_fields(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"qid": "x", "question": "?"}]), encoding="utf-8")
     with pytest.raises(FormatError, match="missing type, answer, derivations"):
         list(load_jemhopqa(path))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"qid": None}, "'qid' must be a string, got null"),
+        ({"question": 3}, "question and answer must be strings"),
+        ({"page_ids": [None]}, r"page_ids must be a list of page ids, got list \[None\]"),
+        ({"time_dependent": "no"}, "time_dependent must be true or false, got 'no'"),
+    ],
+)
+def test_null_or_wrong_type_fields(
+    tmp_path: Path, data_dir: Path, change: dict[str, object], message: str
+) -> None:
+    records = json.loads((data_dir / "jemhopqa" / "train_ver1.2.slice.json").read_text("utf-8"))[:2]
+    records[1] |= change
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"bad\.jsonl:2: .*" + message):
+        list(load_jemhopqa(path))

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import math
+import re
 from typing import Any
 
 import numpy as np
 import pytest
-from rank_bm25 import BM25Okapi
 
 from odqa.config import HybridConfig, RefineConfig
 from odqa.errors import ConfigError
@@ -27,20 +26,6 @@ DOCS = (
 def example(question: str = "Who was the mayor of Geneva in 1998?", ctxs: tuple[Document, ...] | None = DOCS,
             answers: tuple[str, ...] = ("Anna Keller",)) -> Example:
     return Example(id="q1", question=question, answers=answers, ctxs=ctxs)
-
-
-class LuceneBM25(BM25Okapi):  # type: ignore[misc]
-    """rank-bm25's implementation with Lucene's idf: the independent reference for our scores."""
-
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        self.idf = {t: math.log(1 + (self.corpus_size - n + 0.5) / (n + 0.5)) for t, n in nd.items()}
-
-
-@pytest.mark.parametrize("question", ["mayor of Geneva", "Geneva Geneva lake", "largest city", "unknown words"])
-def test_bm25_matches_rank_bm25_reference(question: str) -> None:
-    passages = [Passage(d.id, d.id, d.title, d.text) for d in DOCS]
-    reference = LuceneBM25([list(tokenize(f"{p.title} {p.text}")) for p in passages], k1=0.9, b=0.4)
-    np.testing.assert_allclose(bm25_scores(question, passages), reference.get_scores(list(tokenize(question))))
 
 
 def test_bm25_on_two_passages_still_ranks() -> None:
@@ -98,7 +83,7 @@ def test_bm25_refine_orders_and_keeps_ids() -> None:
 
 
 def test_long_documents_are_chunked() -> None:
-    long_doc = Document("long", "T", " ".join(["filler"] * 250) + " Anna Keller")
+    long_doc = Document("long", "T", " ".join(f"w{i}" for i in range(250)) + " Anna Keller")
     (result,) = refine([example(ctxs=(long_doc,))], RefineConfig(scorer="original", k=5))
     assert [h.passage.id for h in result.hits] == ["long:0", "long:1", "long:2"]
 
@@ -151,3 +136,30 @@ def test_japanese_candidates_are_chunked_and_ranked_by_bm25() -> None:
     (result,) = refine([question], RefineConfig(scorer="bm25", k=3))
     top = result.hits[0].passage
     assert top.doc_id == "tokyo" and "東京タワー" in top.text and len(top.text) <= 200
+
+
+def test_the_same_passage_text_is_kept_once_at_its_best_ranked_source() -> None:
+    article = " ".join(f"word{i}" for i in range(250)) + " Anna Keller was mayor of Geneva in 1998."
+    twice = (Document("wiki", "Geneva", article), Document("mirror", "Geneva (mirror)", article), DOCS[2])
+    stats = RefineStats()
+    (result,) = refine([example(ctxs=twice)], RefineConfig(scorer="original", k=100), stats=stats)
+    texts = [h.passage.text for h in result.hits]
+    assert len(texts) == len(set(texts)) == 4  # 3 passages of the article, once each, and Zurich
+    assert [h.passage.id for h in result.hits] == ["wiki:0", "wiki:1", "wiki:2", "c"]
+    assert (stats.passages, stats.duplicates) == (4, 3)
+    (ranked,) = refine([example(ctxs=twice)], RefineConfig(scorer="bm25", k=2))
+    assert ranked.hits[0].passage.id == "wiki:2" and ranked.hits[1].passage.doc_id != "mirror"
+
+
+def test_an_encoder_built_for_other_settings_is_refused(minilm_encoder: Any) -> None:
+    from odqa.config import EmbedConfig
+
+    for embed, named in [(EmbedConfig(model="bge-base"), "model 'sentence-transformers/all-MiniLM-L6-v2' (encoder)"),
+                         (EmbedConfig(query_prompt="query: "), "query_prefix '' (encoder) vs 'query: ' (config)"),
+                         (EmbedConfig(precision="bf16"), "precision 'fp32' (encoder) vs 'bf16' (config)")]:
+        with pytest.raises(ConfigError, match=re.escape(named)):
+            list(refine([example()], RefineConfig(scorer="dense", embed=embed), minilm_encoder))
+    # run settings that leave the vectors unchanged (device, batch size, cache) are not a mismatch
+    same = EmbedConfig(batch_size=4, cache_dir="", device="cpu")
+    (result,) = refine([example()], RefineConfig(scorer="dense", embed=same), minilm_encoder)
+    assert result.hits[0].passage.id == "b"

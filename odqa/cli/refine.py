@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,13 +11,8 @@ from odqa.cli._app import app, console, guarded
 from odqa.config import Pooling, Precision, Scorer
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from odqa.config import RefineConfig
-    from odqa.embed import Encoder
-    from odqa.records import Example
-
-RECALL_KS = (1, 5, 10, 20, 100)
+    from odqa.pipeline import RefineSummary
 
 
 @app.command("refine")
@@ -27,7 +20,8 @@ RECALL_KS = (1, 5, 10, 20, 100)
 def refine_command(
     source: Annotated[Path, typer.Argument(
         metavar="INPUT",
-        help="Questions with candidates: FiD/Atlas/Complex-TR JSON(L), a TimeQA file, or a crawl output folder.")],
+        help="Questions with candidates: a crawl output folder, or a Complex-TR, TimeQA, HieraDate or FiD/Atlas "
+             "file.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="FiD JSON Lines to write.")],
     k: Annotated[int | None, typer.Option(help="Passages kept per question (default 100).")] = None,
     scorer: Annotated[Scorer | None, typer.Option(help="Scoring (default hybrid).")] = None,
@@ -51,7 +45,7 @@ def refine_command(
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
 ) -> None:
     """Refine: keep the k best passages of each question's candidates (Complex-TR context refinement)."""
-    from odqa.config import RefineConfig, load_config, write_resolved
+    from odqa.config import RefineConfig, load_config
 
     cfg = load_config(
         RefineConfig,
@@ -66,93 +60,56 @@ def refine_command(
             "embed.precision": precision, "embed.cache_dir": cache_dir,
         },
     )
-    summary = run_refine(source, out, cfg)
-    write_resolved(cfg, out)
-    _print_summary(summary, out)
+    summary = _run(source, out, cfg)
+    _print_summary(summary)
 
 
-def run_refine(source: Path, out: Path, cfg: RefineConfig) -> dict[str, Any]:
-    """Refine ``source`` into ``out`` with a progress display; returns the summary figures."""
-    from odqa.datasets.detect import load_examples
-    from odqa.errors import InputError
+def _run(source: Path, out: Path, cfg: RefineConfig) -> RefineSummary:
+    """Read the input (its first record before the slow model load), then refine with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from odqa.inputs import load_examples
+    from odqa.pipeline import refine_to_file
 
     examples = load_examples(source)
-    first = next(examples, None)  # reads and checks the input before the (slow) model load
-    if first is None:
-        raise InputError(f"{source} holds no questions; expected one JSON record per question")
-    examples = itertools.chain([first], examples)
     encoder = None
     if cfg.scorer in ("dense", "hybrid"):
         from odqa.embed import Encoder
 
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
             encoder = Encoder(cfg.embed)
+    columns = (SpinnerColumn(), TextColumn("refining"), BarColumn(), MofNCompleteColumn(), TextColumn("questions"),
+               TimeElapsedColumn())
     try:
-        return _refine_to_file(examples, out, cfg, encoder)
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("refine", total=None)
+            return refine_to_file(examples, out, cfg, encoder, progress=lambda n: bar.advance(task, n))
     finally:
         if encoder is not None:
             encoder.close()
 
 
-def _refine_to_file(examples: Iterator[Example], out: Path, cfg: RefineConfig, encoder: Encoder | None
-                    ) -> dict[str, Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from odqa.evaluate import recall_at_k
-    from odqa.io import write_jsonl
-    from odqa.refine import RefineStats, fid_record, refine
-
-    stats = RefineStats()
-    flags: list[list[bool]] = []
-    started = time.perf_counter()
-    columns = (SpinnerColumn(), TextColumn("refining"), BarColumn(), MofNCompleteColumn(), TextColumn("questions"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("refine", total=None)
-
-        def records() -> Iterator[dict[str, Any]]:
-            for item in refine(examples, cfg, encoder, stats, lambda n: bar.advance(task, n)):
-                record = fid_record(item, cfg.ctx_key)
-                if item.example.answers:
-                    flags.append([ctx["has_answer"] for ctx in record[cfg.ctx_key]])
-                yield record
-
-        written = write_jsonl(out, records())
-    elapsed = time.perf_counter() - started
-    ks = [k for k in RECALL_KS if k <= cfg.k]
-    return {
-        "questions": written,
-        "answerable": len(flags),
-        "passages": stats.passages,
-        "encoded": encoder.encoded if encoder is not None else 0,
-        "seconds": elapsed,
-        "recall": recall_at_k(flags, ks) if flags else {},
-        "stats": stats,
-        "scorer": cfg.scorer,
-        "k": cfg.k,
-    }
-
-
-def _print_summary(summary: dict[str, Any], out: Path) -> None:
+def _print_summary(summary: RefineSummary) -> None:
     from rich.table import Table
 
-    stats = summary["stats"]
+    stats, k = summary.stats, summary.config.k
     for message in stats.warnings[:5]:
         console.print(f"[yellow]warning[/]: {message}", highlight=False)
     if len(stats.warnings) > 5:
         console.print(f"[yellow]warning[/]: ... and {len(stats.warnings) - 5} more", highlight=False)
     if stats.fewer_than_k:
-        console.print(f"[yellow]warning[/]: {stats.fewer_than_k} question(s) had fewer than k={summary['k']} "
+        console.print(f"[yellow]warning[/]: {stats.fewer_than_k} question(s) had fewer than k={k} "
                       "candidate passages; all of theirs were kept", highlight=False)
-    table = Table(title=f"odqa refine ({summary['scorer']}, k={summary['k']})")
+    table = Table(title=f"odqa refine ({summary.config.scorer}, k={k})")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    seconds = summary["seconds"]
-    table.add_row("questions", f"{summary['questions']:,}")
-    table.add_row("passages scored", f"{summary['passages']:,}")
-    table.add_row("passages encoded (cache misses)", f"{summary['encoded']:,}")
-    table.add_row("time", f"{seconds:.1f} s ({summary['questions'] / max(seconds, 1e-9):.1f} questions/s)")
-    for k, value in summary["recall"].items():
-        table.add_row(f"answer recall@{k} ({summary['answerable']} answerable)", f"{value:.3f}")
-    table.add_row("output", str(out))
+    seconds = summary.seconds
+    table.add_row("questions", f"{summary.questions:,}")
+    table.add_row("passages scored", f"{stats.passages:,}")
+    table.add_row("repeated passages dropped", f"{stats.duplicates:,}")
+    table.add_row("passages encoded (cache misses)", f"{summary.encoded:,}")
+    table.add_row("time", f"{seconds:.1f} s ({summary.questions / max(seconds, 1e-9):.1f} questions/s)")
+    for cutoff, value in summary.recall.items():
+        table.add_row(f"answer recall@{cutoff} ({summary.answerable} answerable)", f"{value:.3f}")
+    table.add_row("output", str(summary.output))
     console.print(table)

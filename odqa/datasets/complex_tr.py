@@ -22,11 +22,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from odqa.datasets._fields import json_type, optional_string
 from odqa.errors import FormatError
-from odqa.io import open_text, read_json, read_json_or_jsonl, reading
+from odqa.io import read_json, read_json_or_jsonl, text_lines
 from odqa.records import Document, Example
 
-__all__ = ["load_complex_tr", "parse_complex_tr_id"]
+__all__ = ["is_complex_tr", "is_squad_style", "load_complex_tr", "parse_complex_tr_id"]
 
 _LEVEL = re.compile(r"L([23])([A-Z]*)")
 
@@ -64,8 +65,15 @@ def _contexts(obj: Mapping[str, Any], qid: str) -> tuple[Document, ...] | None:
         for i, p in enumerate(passages):
             if not isinstance(p, Mapping) or not isinstance(p.get("text"), str):
                 raise ValueError(f"passage {i} has no 'text' string")
+            pid = p.get("id")
+            if pid is not None and (isinstance(pid, bool) or not isinstance(pid, (str, int))):
+                raise ValueError(f"passage {i}: 'id' must be a string or a number, got {json_type(pid)}")
+            try:
+                title = optional_string(p, "title") or ""
+            except ValueError as exc:
+                raise ValueError(f"passage {i}: {exc}") from exc
             extra = {k: v for k, v in p.items() if k not in {"id", "title", "text"}}
-            docs.append(Document(id=str(p.get("id") or f"{qid}:{i}"), title=str(p.get("title") or ""),
+            docs.append(Document(id=str(pid) if pid not in (None, "") else f"{qid}:{i}", title=title,
                                  text=p["text"], meta=extra))
         return tuple(docs)
     context = obj.get("context")
@@ -122,27 +130,36 @@ def _squad_records(data: Any, path: Path) -> Iterator[Mapping[str, Any]]:
                 yield qa
 
 
-def _whole_file_object(path: Path) -> Any:
-    """The file as one JSON value when it is not JSON Lines (a SQuAD-style file); ``None`` otherwise."""
-    with open_text(path) as fh, reading(path):
-        first = next((line for line in fh if line.strip()), "")
+def is_squad_style(path: Path) -> bool:
+    """Whether ``path`` is one whole JSON object (the SQuAD-style file) rather than records, judged by its first
+    line."""
+    first = next((line for _, line in text_lines(path) if line.strip()), "")
     try:
         obj = json.loads(first)
     except (json.JSONDecodeError, RecursionError):
-        obj = None
-    if isinstance(obj, dict):
-        if "data" not in obj:
-            return None  # JSON Lines records
-    elif obj is not None or not first.lstrip().startswith("{"):
-        return None  # a JSON array, a scalar or garbage: read_json_or_jsonl reads or reports it
-    return read_json(path, "expected Complex-TR records (JSON Lines or a JSON array) or a SQuAD-style file")
+        return first.lstrip().startswith("{")  # a pretty-printed object; read_json reports it if broken
+    return isinstance(obj, dict) and "data" in obj
+
+
+def is_complex_tr(obj: Mapping[str, Any]) -> bool:
+    """Whether a record looks like a Complex-TR question: its ``text_answers``, or an id of the dataset's shape."""
+    qid = obj.get("id")
+    if "text_answers" in obj:
+        return True
+    if not isinstance(qid, str):
+        return False
+    try:
+        parse_complex_tr_id(qid)
+    except ValueError:
+        return False
+    return True
 
 
 def load_complex_tr(path: str | Path) -> Iterator[Example]:
     """Yield one example per Complex-TR question, in file order."""
     path = Path(path)
-    whole = _whole_file_object(path)
-    if whole is not None:
+    if is_squad_style(path):
+        whole = read_json(path, "expected Complex-TR records (JSON Lines or a JSON array) or a SQuAD-style file")
         for qa in _squad_records(whole, path):
             yield _example(qa, path, None)
         return

@@ -23,11 +23,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from odqa.datasets._fields import json_type
 from odqa.errors import FormatError
 from odqa.io import read_json_or_jsonl
 from odqa.records import Document, Example
 
-__all__ = ["PROBE_SEPARATOR", "is_lived_longer", "load_hieradate", "probe_examples", "probe_keys"]
+__all__ = ["PROBE_SEPARATOR", "is_hieradate", "is_lived_longer", "load_hieradate", "probe_examples", "probe_keys"]
 
 PROBE_SEPARATOR = "#"
 
@@ -48,6 +49,12 @@ def _required(lived_longer: bool) -> list[str]:
     n_extract, n_reason = (4, 3) if lived_longer else (2, 2)
     keys = [f"extract_{k}" for k in range(1, n_extract + 1)] + [f"reason_{k}" for k in range(1, n_reason + 1)]
     return [f"{side}_{key}" for key in [*keys, "robust"] for side in ("ques", "ans")]
+
+
+def is_hieradate(obj: Mapping[str, Any]) -> bool:
+    """Whether a record looks like HieraDate (HotpotQA-style paragraphs under ``context``, with probes or
+    ``_id``); used to auto-detect input files."""
+    return isinstance(obj.get("context"), list) and ("_id" in obj or "ques_robust" in obj)
 
 
 def _is_age(value: Any) -> bool:
@@ -74,6 +81,9 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
             f"not a HieraDate record: missing {exc}; expected _id (or id), question, answer, context and the "
             "probe keys (ques_/ans_extract_k, ques_/ans_reason_k, ques_/ans_robust)", path=path, line=line
         ) from exc
+    if not isinstance(qid, str):
+        raise FormatError(f"HieraDate record: '{'_id' if '_id' in obj else 'id'}' must be a string, got "
+                          f"{json_type(qid)}", path=path, line=line)
     if not isinstance(question, str) or not isinstance(answer, str) or not isinstance(context, list):
         raise FormatError(f"HieraDate record {qid!r}: question and answer must be strings and context a list",
                           path=path, line=line)
@@ -105,7 +115,7 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     rest = {k: v for k, v in obj.items() if k not in known}
     meta = rest | {"dataset": "hieradate", "setting": "normal" if len(ctxs) == 2 else "distractor",
                    "probes": probes}
-    return Example(id=str(qid), question=question, answers=(answer,), ctxs=ctxs, meta=meta)
+    return Example(id=qid, question=question, answers=(answer,), ctxs=ctxs, meta=meta)
 
 
 def load_hieradate(path: str | Path) -> Iterator[Example]:

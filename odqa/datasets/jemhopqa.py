@@ -12,13 +12,19 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from odqa.datasets._fields import json_type
 from odqa.errors import FormatError
 from odqa.io import read_json_or_jsonl
 from odqa.records import Example
 
-__all__ = ["load_jemhopqa"]
+__all__ = ["is_jemhopqa", "load_jemhopqa"]
 
 _FIELDS = ("qid", "type", "question", "answer", "derivations")
+
+
+def is_jemhopqa(obj: Mapping[str, Any]) -> bool:
+    """Whether a record looks like JEMHopQA (a ``qid`` and derivation triples); used to auto-detect input files."""
+    return "qid" in obj and "derivations" in obj
 
 
 def _derivations(raw: Any) -> list[list[Any]]:
@@ -44,7 +50,9 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
             f"not a JEMHopQA record: missing {', '.join(missing)} (expected {', '.join(_FIELDS)}, page_ids, "
             "time_dependent)", path=path, line=line
         )
-    qid = str(obj["qid"])
+    qid = obj["qid"]
+    if not isinstance(qid, str):
+        raise FormatError(f"JEMHopQA record: 'qid' must be a string, got {json_type(qid)}", path=path, line=line)
     if not isinstance(obj["question"], str) or not isinstance(obj["answer"], str):
         raise FormatError(f"record {qid!r}: question and answer must be strings", path=path, line=line)
     try:
@@ -52,18 +60,22 @@ def _example(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     except ValueError as exc:
         raise FormatError(f"JEMHopQA record {qid!r}: {exc}", path=path, line=line) from exc
     page_ids = obj.get("page_ids") or []
-    if not isinstance(page_ids, list):
+    if not isinstance(page_ids, list) or not all(isinstance(p, str) for p in page_ids):
         raise FormatError(f"JEMHopQA record {qid!r}: page_ids must be a list of page ids, got "
                           f"{type(page_ids).__name__} {page_ids!r}", path=path, line=line)
     if not isinstance(obj["type"], str):
         raise FormatError(f"JEMHopQA record {qid!r}: type must be a string (compositional or comparison), got "
                           f"{obj['type']!r}", path=path, line=line)
+    time_dependent = obj.get("time_dependent", False)
+    if not isinstance(time_dependent, bool):
+        raise FormatError(f"JEMHopQA record {qid!r}: time_dependent must be true or false, got {time_dependent!r}",
+                          path=path, line=line)
     meta = {
         "dataset": "jemhopqa",
         "type": obj["type"],
         "derivations": derivations,
         "page_ids": list(page_ids),
-        "time_dependent": bool(obj.get("time_dependent", False)),
+        "time_dependent": time_dependent,
     }
     return Example(id=qid, question=obj["question"], answers=(obj["answer"],), meta=meta)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from odqa.datasets._fields import json_type, optional_string, string, strings
 from odqa.errors import FormatError
 from odqa.io import read_json_or_jsonl
 from odqa.records import Document, Example
@@ -33,36 +34,71 @@ def _answers(texts: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in texts if t.strip()))
 
 
+def _article(paragraphs: Any) -> tuple[str, str]:
+    """``(title, text)`` of the ``paragraphs`` list of a question line: the first title, the texts joined."""
+    if not isinstance(paragraphs, list):
+        raise ValueError(f"'paragraphs' must be a list of {{title, text}}, got {json_type(paragraphs)}")
+    titles, texts = [], []
+    for i, para in enumerate(paragraphs):
+        if not isinstance(para, Mapping):
+            raise ValueError(f"paragraph {i} must be an object {{title, text}}, got {json_type(para)}")
+        try:
+            titles.append(string(para, "title"))
+            texts.append(string(para, "text").strip())
+        except ValueError as exc:
+            raise ValueError(f"paragraph {i}: {exc}") from exc
+    return (titles[0].strip() if titles else ""), " ".join(texts)
+
+
 def _from_line(obj: Mapping[str, Any], path: Path, line: int | None) -> Example:
     try:
-        idx, question, targets, paragraphs = obj["idx"], obj["question"], obj["targets"], obj["paragraphs"]
-        title = paragraphs[0]["title"] if paragraphs else ""
-        text = " ".join(p["text"].strip() for p in paragraphs)
-    except (KeyError, TypeError, IndexError) as exc:
-        raise FormatError(f"not a TimeQA question record (missing or bad {exc})", path=path, line=line) from exc
-    doc_id = _article_id(idx)
-    doc = Document(id=doc_id, title=title.strip(), text=text)
-    answers = _answers(str(t) for t in targets)
-    return Example(id=idx, question=question, answers=answers, subject=title.strip(), ctxs=(doc,),
+        idx, question = string(obj, "idx"), string(obj, "question")
+        targets = strings(obj, "targets")
+        title, text = _article(obj.get("paragraphs"))
+    except ValueError as exc:
+        raise FormatError(f"not a TimeQA question record: {exc}", path=path, line=line) from exc
+    doc = Document(id=_article_id(idx), title=title, text=text)
+    answers = _answers(targets)
+    return Example(id=idx, question=question, answers=answers, subject=title, ctxs=(doc,),
                    meta={"dataset": "timeqa", "answerable": bool(answers)})
+
+
+def _page_article(page: Mapping[str, Any]) -> tuple[str, Document]:
+    index = string(page, "index")
+    paras = page.get("paras")
+    if not isinstance(paras, list) or not paras or not all(isinstance(p, str) for p in paras):
+        raise ValueError(f"'paras' must be [title, paragraph, ...] strings, got {json_type(paras)}"
+                         + (" holding a non-string" if isinstance(paras, list) and paras else ""))
+    link = optional_string(page, "link")
+    title, body = paras[0].strip(), paras[1:]
+    return index, Document(id=link or _article_id(index), title=title, text=" ".join(p.strip() for p in body))
+
+
+def _page_question(item: Any) -> tuple[str, tuple[str, ...]]:
+    if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], list):
+        raise ValueError(f"not [question, [{{answer, ...}}, ...]], got {json_type(item)}")
+    question, spans = item
+    if not isinstance(question, str):
+        raise ValueError(f"the question must be a string, got {json_type(question)}")
+    if not all(isinstance(s, Mapping) and isinstance(s.get("answer"), str) for s in spans):
+        raise ValueError("every 'answer' must be a string (\"\" when unanswerable)")
+    return question, _answers(s["answer"] for s in spans)
 
 
 def _from_page(page: Mapping[str, Any], path: Path) -> Iterator[Example]:
     try:
-        index, paras, questions = page["index"], page["paras"], page["questions"]
-        title, body = paras[0], paras[1:]
-    except (KeyError, TypeError, IndexError) as exc:
-        raise FormatError(f"not a TimeQA annotated page (missing or bad {exc})", path=path) from exc
-    doc = Document(id=page.get("link") or _article_id(index), title=title.strip(),
-                   text=" ".join(p.strip() for p in body))
+        index, doc = _page_article(page)
+        questions = page.get("questions")
+        if not isinstance(questions, list):
+            raise ValueError(f"'questions' must be a list, got {json_type(questions)}")
+    except ValueError as exc:
+        raise FormatError(f"not a TimeQA annotated page: {exc}", path=path) from exc
     for number, item in enumerate(questions):
         try:
-            question, spans = item
-            answers = _answers(str(s["answer"]) for s in spans)
-        except (TypeError, ValueError, KeyError) as exc:
-            raise FormatError(f"page {index}: question {number} is not [question, [{{answer, ...}}]]",
-                              path=path) from exc
-        yield Example(id=f"{index}#{number}", question=question, answers=answers, subject=title.strip(),
+            question, answers = _page_question(item)
+        except ValueError as exc:
+            raise FormatError(f"page {index}: question {number}: {exc}", path=path) from exc
+        yield Example(id=f"{index}#{number}", question=question, answers=answers, subject=doc.title,
                       ctxs=(doc,), meta={"dataset": "timeqa", "answerable": bool(answers), "type": page.get("type")})
 
 

@@ -12,13 +12,11 @@ from pathlib import Path
 
 from odqa.config import EmbedConfig, RefineConfig, Scorer
 from odqa.datasets import load_timeqa
-from odqa.evaluate import recall_at_k
-from odqa.io import write_jsonl
-from odqa.refine import fid_record, refine
+from odqa.pipeline import recall_ks, refine_to_file
 
 __all__ = ["DEMO_KS", "DemoRow", "demo_data", "run_demo"]
 
-DEMO_KS = (1, 5, 10, 20)
+DEMO_KS = recall_ks(20)  # (1, 5, 10, 20)
 SCORERS: tuple[Scorer, ...] = ("original", "bm25", "dense", "hybrid")
 
 
@@ -53,15 +51,8 @@ def run_demo(
         for scorer in scorers:
             if on_scorer is not None:
                 on_scorer(scorer)
-            flags, records = [], []
-            for item in refine(examples, replace(base, scorer=scorer), encoder):
-                record = fid_record(item)
-                if item.example.answers:
-                    flags.append([ctx["has_answer"] for ctx in record["ctxs"]])
-                records.append(record)
-            output = out_dir / f"{scorer}.jsonl"
-            write_jsonl(output, records)
-            rows.append(DemoRow(scorer, recall_at_k(flags, DEMO_KS), output))
+            summary = refine_to_file(examples, out_dir / f"{scorer}.jsonl", replace(base, scorer=scorer), encoder)
+            rows.append(DemoRow(scorer, summary.recall, summary.output))
     finally:
         if encoder is not None:
             encoder.close()

@@ -39,8 +39,8 @@ from odqa.cli import app
 from odqa.crawl import CrawlConfig, export_jsonl, is_crawl_dir, iter_examples, run_crawl
 from odqa.crawl.extract import ExtractorPool
 from odqa.crawl.store import STORE_NAME, CrawlStore
-from odqa.datasets.detect import load_examples
 from odqa.errors import CrawlError, FormatError
+from odqa.inputs import load_examples
 from odqa.io import read_dpr_tsv, read_fid
 from odqa.records import Document
 

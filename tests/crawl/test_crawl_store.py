@@ -10,8 +10,8 @@ import pytest
 
 from odqa.crawl.export import iter_examples
 from odqa.crawl.store import CrawlStore, PageRow, ResultRow, normalise_url, split_reason
-from odqa.datasets.detect import load_examples
 from odqa.errors import CrawlError, InputError
+from odqa.inputs import load_examples
 from odqa.records import Example
 
 
