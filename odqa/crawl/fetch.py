@@ -26,7 +26,7 @@ import httpx
 from odqa._optional import require
 from odqa.crawl.config import CrawlConfig
 from odqa.crawl.robots import RobotsCache
-from odqa.crawl.safety import AddressPolicy, BlockedAddressError, PerHostTransport
+from odqa.crawl.safety import TRUSTED, AddressPolicy, BlockedAddressError, PerHostTransport
 from odqa.errors import CrawlError
 from odqa.records import Page
 
@@ -35,6 +35,7 @@ __all__ = ["FetchFailure", "Fetched", "Fetcher", "decode_html"]
 log = logging.getLogger(__name__)
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: crawlers must parse at least the first 500 KiB of a robots.txt
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-16 text is full of NUL bytes, yet not binary
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
@@ -80,6 +81,18 @@ class Fetched:
     @property
     def content_type(self) -> str:
         return str(self.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What one request wants besides its URL: extra headers, accepted media types, the body cap (and whether a
+    longer body is cut there instead of refused), and whether it is odqa's own API call (trusted endpoints)."""
+
+    headers: Mapping[str, str]
+    accept: tuple[str, ...] | None
+    max_bytes: int
+    truncate: bool
+    trusted: bool
 
 
 class _Host:
@@ -253,10 +266,16 @@ class Fetcher:
             host = self._hosts[key] = _Host(self._config.per_host, self._config.delay)
         return host
 
-    async def fetch_page(self, url: str, *, check_robots: bool = True) -> Page:
-        """Fetch one web page for extraction; every failure comes back as a Page with its reason."""
+    async def fetch_page(self, url: str, *, api: bool = False) -> Page:
+        """Fetch one web page for extraction; every failure comes back as a Page with its reason.
+
+        ``api`` marks a page odqa asks a configured endpoint for (a Wikipedia article through its API): robots.txt
+        does not apply and the endpoint is trusted. Any other page passes robots.txt and the address policy.
+        """
         try:
-            fetched = await self.get(url, accept=self._config.content_types, check_robots=check_robots)
+            fetched = await self.get(
+                url, accept=self._config.content_types, check_robots=not api, trusted=api
+            )
         except FetchFailure as failure:
             log.debug("page %s failed: %s", url, failure)
             return Page(url=url, status="error", http_status=failure.http_status, error=str(failure))
@@ -288,7 +307,7 @@ class Fetcher:
     ) -> Any:
         """GET an API endpoint and parse its JSON; failures raise :class:`FetchFailure` without the URL (which
         may carry an API key)."""
-        fetched = await self.get(url, params=params, headers=headers, check_robots=False, secret=True)
+        fetched = await self.get(url, params=params, headers=headers, secret=True, trusted=True)
         try:
             return json.loads(fetched.body)
         except ValueError as exc:
@@ -303,12 +322,15 @@ class Fetcher:
         accept: tuple[str, ...] | None = None,
         check_robots: bool = False,
         max_bytes: int | None = None,
+        truncate: bool = False,
         secret: bool = False,
+        trusted: bool = False,
     ) -> Fetched:
         """GET ``url``, following redirects by hand; raises :class:`FetchFailure`.
 
-        ``secret`` marks a request whose URL or headers hold credentials: they are dropped on a redirect to
-        another host and never logged.
+        A body over ``max_bytes`` fails as ``too_large``, or is cut there with ``truncate``. ``secret`` marks a
+        request whose URL or headers hold credentials: they are dropped on a redirect to another host and never
+        logged. ``trusted`` marks odqa's own API request: it may reach the configured endpoints.
         """
         try:
             current = httpx.URL(url)  # not URL(url, params=...): that drops the query string of ``url``
@@ -326,10 +348,14 @@ class Fetcher:
                 )
             if check_robots and self._robots is not None:
                 await self._check_robots(self._robots, current)
-            sent = extra if (current.scheme, current.host, current.port) == origin else {}
-            fetched = await self._with_retries(
-                current, sent, accept, max_bytes or self._config.max_bytes, secret
+            ask = _Ask(
+                headers=extra if (current.scheme, current.host, current.port) == origin else {},
+                accept=accept,
+                max_bytes=max_bytes or self._config.max_bytes,
+                truncate=truncate,
+                trusted=trusted,
             )
+            fetched = await self._with_retries(current, ask, secret)
             if fetched.status not in REDIRECTS:
                 return fetched
             location = fetched.headers.get("location")
@@ -355,28 +381,24 @@ class Fetcher:
             raise FetchFailure("robots", "disallowed by robots.txt")
 
     async def _fetch_robots(self, url: str) -> tuple[int | None, bytes]:
-        """robots.txt as (status, body); status None when unreachable. A blocked address stays an error."""
+        """robots.txt as (status, its first 500 KiB); status None when unreachable, or when an answer came but
+        its body could not be read (a 2xx with a broken body says nothing about the rules: RFC 9309 treats the
+        file as unavailable, not as empty). A blocked address stays an error."""
         try:
-            fetched = await self.get(url, max_bytes=500_000)
+            fetched = await self.get(url, max_bytes=ROBOTS_MAX_BYTES, truncate=True)
         except FetchFailure as failure:
             if failure.reason == "blocked_address":
                 raise
-            return failure.http_status, b""
+            status = failure.http_status
+            return (status, b"") if status is not None and 400 <= status < 500 else (None, b"")
         return fetched.status, fetched.body
 
-    async def _with_retries(
-        self,
-        url: httpx.URL,
-        headers: Mapping[str, str],
-        accept: tuple[str, ...] | None,
-        max_bytes: int,
-        secret: bool,
-    ) -> Fetched:
+    async def _with_retries(self, url: httpx.URL, ask: _Ask, secret: bool) -> Fetched:
         host = self._host(url)
         shown = url.copy_with(query=None) if secret else url
         for attempt in range(self._config.retries):
             try:
-                return await self._attempt(url, host, headers, accept, max_bytes)
+                return await self._attempt(url, host, ask)
             except _Retry as retry:
                 wait = retry.failure.retry_after
                 if wait is not None and wait > self._config.max_retry_after:
@@ -391,23 +413,17 @@ class Fetcher:
                 else:
                     await asyncio.sleep(self._config.backoff * 2**attempt)
         try:
-            return await self._attempt(url, host, headers, accept, max_bytes)
+            return await self._attempt(url, host, ask)
         except _Retry as retry:
             raise retry.failure from None
 
-    async def _attempt(
-        self,
-        url: httpx.URL,
-        host: _Host,
-        headers: Mapping[str, str],
-        accept: tuple[str, ...] | None,
-        max_bytes: int,
-    ) -> Fetched:
+    async def _attempt(self, url: httpx.URL, host: _Host, ask: _Ask) -> Fetched:
         async with host.slot(), self._global:
             try:
                 with anyio.fail_after(self._config.timeout):
-                    async with self._client.stream("GET", url, headers=headers) as response:
-                        return await self._receive(response, accept, max_bytes)
+                    extensions = {TRUSTED: True} if ask.trusted else None
+                    async with self._client.stream("GET", url, headers=ask.headers, extensions=extensions) as response:
+                        return await self._receive(response, ask)
             except BlockedAddressError as exc:
                 raise FetchFailure("blocked_address", str(exc)) from exc
             except (TimeoutError, httpx.TimeoutException) as exc:
@@ -419,9 +435,7 @@ class Fetcher:
             except httpx.HTTPError as exc:
                 raise FetchFailure("error", type(exc).__name__) from exc
 
-    async def _receive(
-        self, response: httpx.Response, accept: tuple[str, ...] | None, max_bytes: int
-    ) -> Fetched:
+    async def _receive(self, response: httpx.Response, ask: _Ask) -> Fetched:
         status = response.status_code
         url = str(response.url)
         if status in REDIRECTS:
@@ -432,19 +446,23 @@ class Fetcher:
         if status >= 400:
             raise FetchFailure(f"http_{status}", http_status=status)
         fetched = Fetched(url, status, response.headers, b"")
-        if accept is not None and fetched.content_type not in accept:
+        if ask.accept is not None and fetched.content_type not in ask.accept:
             raise FetchFailure(
                 "not_html", f"Content-Type {fetched.content_type or 'missing'!r}", http_status=status
             )
+        max_bytes = ask.max_bytes
         length = response.headers.get("content-length", "")
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding in {"", "identity"} and length.isdigit() and int(length) > max_bytes:
+        if not ask.truncate and encoding in {"", "identity"} and length.isdigit() and int(length) > max_bytes:
             raise FetchFailure("too_large", f"Content-Length {length} > {max_bytes}", http_status=status)
         decoder = _Decoder(encoding)
         body = bytearray()
         async for chunk in response.aiter_raw():
             body += decoder.feed(chunk, max_bytes - len(body) + 1)
             if len(body) > max_bytes:
-                raise FetchFailure("too_large", f"body over {max_bytes} bytes (decoded)", http_status=status)
-        body += decoder.finish(max_bytes - len(body))
-        return Fetched(url, status, response.headers, bytes(body))
+                break
+        else:
+            body += decoder.finish(max_bytes - len(body) + 1)
+        if len(body) > max_bytes and not ask.truncate:
+            raise FetchFailure("too_large", f"body over {max_bytes} bytes (decoded)", http_status=status)
+        return Fetched(url, status, response.headers, bytes(body[:max_bytes]))

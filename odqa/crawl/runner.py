@@ -155,7 +155,7 @@ class _Run:
             if article is None:
                 self.store.save_lookup(example.id, "dump", [])
                 continue
-            url = normalise_url(article.url)
+            url = self._page_url(article.url)
             page = PageRow(url, "ok", final_url=article.url, title=article.title, text=article.text)
             self.store.save_lookup(example.id, "dump", [ResultRow(url, 0, article.title)], pages=[page])
 
@@ -219,7 +219,7 @@ class _Run:
                 await fetcher.get_json(request.url, params=request.params, headers=request.headers)
             )
             for hit in hits:
-                url = normalise_url(hit.url)
+                url = self._page_url(hit.url)
                 if (
                     url.startswith(("http://", "https://"))
                     and url not in found
@@ -230,17 +230,29 @@ class _Run:
                 break
         return list(found.values())
 
+    def _page_url(self, url: str) -> str:
+        """The key a result URL is stored and fetched under: an article of the configured Wikipedia, in any of its
+        URL forms, becomes the one URL this run reads that article from (the API's, or the dump's reader URL), so
+        a search result that is the subject's article is that article, not a second copy; other URLs are
+        normalised."""
+        title = self.wikipedia.title_of(url)
+        if title is None:
+            return normalise_url(url)
+        return normalise_url(self.wikipedia.article_url(title) if self.config.dump else self.wikipedia.html_url(title))
+
     def _page_job(
         self, fetcher: Fetcher, pool: ExtractorPool, url: str, robots: bool, task: TaskID
     ) -> Callable[[], Awaitable[None]]:
+        api = not robots or self.wikipedia.is_api_url(url)  # an article odqa asks the configured API for
+
         async def job() -> None:
             try:
                 if url.startswith("file:"):
                     page = read_html_file(url, self.config.html_dir or "", self.config.max_bytes)
-                elif not robots and Wikipedia.is_parse_url(url):  # an article from the action API
+                elif api and Wikipedia.is_parse_url(url):  # an article from the action API
                     page = await self._parse_page(fetcher, url)
                 else:
-                    page = await fetcher.fetch_page(url, check_robots=robots and self.config.robots)
+                    page = await fetcher.fetch_page(url, api=api)
                 row = await self._extract(pool, page)
             except FetchFailure as failure:  # an action-API failure (fetch_page returns them as a Page)
                 row = PageRow(url, "failed", reason=failure.reason, detail=failure.detail or None,

@@ -10,8 +10,9 @@ import ipaddress
 import socket
 import ssl
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import cast
 
 import anyio
 import httpcore
@@ -19,7 +20,10 @@ import httpx
 
 from odqa.errors import CrawlError
 
-__all__ = ["AddressPolicy", "BlockedAddressError", "PerHostTransport", "is_public"]
+__all__ = ["TRUSTED", "AddressPolicy", "BlockedAddressError", "PerHostTransport", "is_public"]
+
+# The request extension that marks one of odqa's own API requests: only those may use the trusted endpoints.
+TRUSTED = "odqa.trusted"
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -72,7 +76,11 @@ def is_public(address: IPAddress) -> bool:
 
 @dataclass(frozen=True)
 class AddressPolicy:
-    """Which addresses may be connected to: public ones, plus the explicitly configured endpoints."""
+    """Which addresses may be connected to: public ones, plus the explicitly configured endpoints.
+
+    The endpoints are trusted for the API requests odqa makes to them (marked with the :data:`TRUSTED` request
+    extension), never for a URL that came out of a search result, even one naming the same host and port.
+    """
 
     allow_private: bool = False
     trusted: frozenset[tuple[str, int]] = field(default_factory=frozenset)  # (host, port) the user configured
@@ -91,6 +99,10 @@ class AddressPolicy:
                 port = parsed.port or (443 if parsed.scheme == "https" else 80)
                 trusted.add((parsed.raw_host.decode("ascii").lower(), port))  # as httpcore connects to it
         return cls(allow_private=allow_private, trusted=frozenset(trusted))
+
+    def untrusted(self) -> AddressPolicy:
+        """The same policy without the configured endpoints: for every request that is not odqa's own API call."""
+        return replace(self, trusted=frozenset())
 
 
 async def resolve(host: str, port: int) -> list[IPAddress]:
@@ -170,36 +182,73 @@ def _guarded_transport(
     return transport
 
 
+class _ReleasingStream(httpx.AsyncByteStream):
+    """A response body that calls ``release`` once, when it is closed: until then its pool is in use."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
+        self._stream = stream
+        self._release: Callable[[], None] | None = release
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
+_PoolKey = tuple[bytes, bytes, int | None, bool]  # scheme, host, port, trusted
+
+
 class PerHostTransport(httpx.AsyncBaseTransport):
     """One guarded connection pool per origin, sized to the per-host limit.
 
     httpcore's pool does work proportional to (waiting requests x connections) on every event, so one pool for
     a whole crawl slows down as concurrency grows; small per-host pools stay fast. Pools of hosts not used for a
-    while are closed once more than ``max_hosts`` exist (never one with a request in flight).
+    while are closed once more than ``max_hosts`` exist (never one with a request in flight or a body still
+    being read). A request carrying the :data:`TRUSTED` extension gets a pool of its own that may reach the
+    configured endpoints; every other request goes through a pool that may not.
     """
 
     def __init__(self, policy: AddressPolicy, *, per_host: int, max_hosts: int) -> None:
-        self._policy = policy
+        self._policies = {True: policy, False: policy.untrusted()}
         self._per_host = per_host
         self._max_hosts = max_hosts
         self._ssl_context = httpx.create_ssl_context()  # loading the CA bundle costs ~40 ms: once, not per host
-        self._pools: OrderedDict[tuple[bytes, bytes, int | None], httpx.AsyncHTTPTransport] = OrderedDict()
-        self._busy: Counter[tuple[bytes, bytes, int | None]] = Counter()
+        self._pools: OrderedDict[_PoolKey, httpx.AsyncHTTPTransport] = OrderedDict()
+        self._busy: Counter[_PoolKey] = Counter()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        key = (request.url.raw_scheme, request.url.raw_host, request.url.port)
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = self._pools[key] = _guarded_transport(
-                self._policy, max_connections=self._per_host, ssl_context=self._ssl_context
-            )
-            await self._evict()
-        self._pools.move_to_end(key)
-        self._busy[key] += 1
+        trusted = bool(request.extensions.get(TRUSTED))
+        key = (request.url.raw_scheme, request.url.raw_host, request.url.port, trusted)
+        self._busy[key] += 1  # before evicting: the pool this request needs is never the one closed
         try:
-            return await pool.handle_async_request(request)
-        finally:
+            pool = self._pools.get(key)
+            if pool is None:
+                pool = self._pools[key] = _guarded_transport(
+                    self._policies[trusted], max_connections=self._per_host, ssl_context=self._ssl_context
+                )
+                await self._evict()
+            self._pools.move_to_end(key)
+            response = await pool.handle_async_request(request)
+        except BaseException:
             self._busy[key] -= 1
+            raise
+
+        def release() -> None:
+            self._busy[key] -= 1
+
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_ReleasingStream(cast(httpx.AsyncByteStream, response.stream), release),
+            extensions=response.extensions,
+        )
 
     async def _evict(self) -> None:
         idle = [key for key in self._pools if not self._busy[key]]

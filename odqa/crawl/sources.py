@@ -11,6 +11,7 @@ import contextlib
 import gzip
 import re
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,8 +115,17 @@ def _iter_pages(path: Path, site: _Site) -> Iterator[dict[str, str]]:
                     yield page
     except ET.ParseError as exc:
         raise InputError(f"{path}: not a valid MediaWiki XML dump ({exc}); give a pages-articles .xml(.bz2)") from exc
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(_damaged(path, exc)) from exc
     except OSError as exc:
+        if exc.errno is None:  # bz2 and gzip report damaged data as an OSError without an errno
+            raise InputError(_damaged(path, exc)) from exc
         raise InputError(f"{path}: cannot read the dump: {exc}") from exc
+
+
+def _damaged(path: Path, exc: Exception) -> str:
+    return (f"{path}: truncated or corrupt compressed dump ({exc}); download it again (check its size or "
+            "checksum against the dump's listing)")
 
 
 def read_dump(path: str | Path, titles: Iterable[str]) -> dict[str, DumpArticle]:

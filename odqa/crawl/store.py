@@ -4,19 +4,22 @@ Tables: ``questions`` (the input records), ``lookups`` (one per question and sou
 engine, the dump, the HTML folder, with its outcome), ``results`` (the ranked URLs a lookup gave), ``pages``
 (one row per normalised URL, fetched once however many questions share it, with its status and reason).
 Every write is one transaction, so a killed process loses at most the work in flight and never leaves a
-half-written row.
+half-written row. One writer at a time: a writable store holds an exclusive lock on ``crawl.sqlite.lock`` beside
+it (two crawls into one folder would fetch the same pending pages twice); readers need no lock.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from odqa._optional import require
 from odqa.errors import CrawlError
@@ -136,16 +139,15 @@ class CrawlStore:
         self.path = Path(path)
         if readonly and not self.path.is_file():
             raise CrawlError(f"{self.path}: no crawl store here; run `odqa crawl QUESTIONS --out DIR` first")
+        self._lock: IO[str] | None = None if readonly else self._take_lock()
         try:
             if readonly:
                 self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(self.path, isolation_level=None)
         except sqlite3.DatabaseError as exc:
+            self._release_lock()
             raise CrawlError(f"{self.path}: not a usable crawl store ({exc}); use another --out folder") from exc
-        except OSError as exc:
-            raise CrawlError(f"{self.path.parent}: cannot create the run folder ({exc.strerror})") from exc
         try:
             if not readonly:
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -154,11 +156,40 @@ class CrawlStore:
             self._db.execute("PRAGMA busy_timeout=10000")
             self._check_version(readonly)
         except BaseException as exc:
-            self._db.close()  # a refused store must not leave its connection open
+            self.close()  # a refused store must not leave its connection open, nor the folder locked
             if isinstance(exc, sqlite3.DatabaseError):
                 message = f"{self.path}: not a usable crawl store ({exc}); use another --out folder"
                 raise CrawlError(message) from exc
             raise
+
+    def _take_lock(self) -> IO[str]:
+        """Lock the run folder for this process, or say which process already holds it."""
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = lock_path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise CrawlError(f"{self.path.parent}: cannot create the run folder ({exc.strerror})") from exc
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            lock.close()
+            raise CrawlError(
+                f"{self.path.parent}: another crawl (process {holder}) is writing to this run folder; wait for it "
+                "to finish or stop it, or use another --out folder"
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        return lock
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing the file releases the lock
+            self._lock = None
 
     def _check_version(self, readonly: bool) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
@@ -177,6 +208,7 @@ class CrawlStore:
 
     def close(self) -> None:
         self._db.close()
+        self._release_lock()
 
     def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
         """Run ``statements`` as one transaction: all of them, or none."""
@@ -190,30 +222,45 @@ class CrawlStore:
         self._db.execute("COMMIT")
 
     def add_questions(self, examples: Sequence[tuple[Example, dict[str, Any]]]) -> None:
-        """Record the input questions (record as given); ones already stored are kept as they are."""
-        start = self._db.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM questions").fetchone()[0]
-        self._write(
+        """Record the input questions (record as given) after the stored ones; ones already stored are kept as
+        they are. A question without an id (stored under its input index) that clashes with a different stored
+        question is an error: it is another question, which would otherwise be dropped."""
+        rows = [(example.id, json.dumps(record, ensure_ascii=False)) for example, record in examples]
+        for (qid, text), (_example, record) in zip(rows, examples, strict=True):
+            stored = self._db.execute("SELECT record FROM questions WHERE id = ?", (qid,)).fetchone()
+            if stored is not None and stored[0] != text and example_from_dict(record, index=-1).id == "-1":
+                raise CrawlError(
+                    f"{self.path.parent}: a question without an id gets its input index as id, and id {qid!r} is "
+                    "already another question of this run folder (from an earlier input file); give each "
+                    "question an 'id', or use another --out folder"
+                )
+        self._write(  # the position is read inside the transaction, by the INSERT itself
             (
-                "INSERT OR IGNORE INTO questions (id, position, record) VALUES (?, ?, ?)",
-                (example.id, start + i, json.dumps(record, ensure_ascii=False)),
+                "INSERT OR IGNORE INTO questions (id, position, record) "
+                "VALUES (?, (SELECT COALESCE(MAX(position) + 1, 0) FROM questions), ?)",
+                row,
             )
-            for i, (example, record) in enumerate(examples)
+            for row in rows
         )
+
+    def _example(self, qid: str, position: int, record: str) -> tuple[Example, dict[str, Any]]:
+        """A stored question under its stored id (an id-less one's input index, not its store position)."""
+        obj = json.loads(record)
+        return replace(example_from_dict(obj, path=self.path, index=position), id=qid), obj
 
     def examples(self) -> Iterator[tuple[Example, dict[str, Any]]]:
         """Stored questions in input order, with the records they came from."""
         rows = self._db.execute("SELECT id, position, record FROM questions ORDER BY position").fetchall()
-        for _qid, position, record in rows:
-            obj = json.loads(record)
-            yield example_from_dict(obj, path=self.path, index=position), obj
+        for qid, position, record in rows:
+            yield self._example(qid, position, record)
 
     def examples_after(self, position: int, limit: int) -> list[tuple[int, Example]]:
         """At most ``limit`` stored questions after input position ``position``, as (position, example)."""
         rows = self._db.execute(
-            "SELECT position, record FROM questions WHERE position > ? ORDER BY position LIMIT ?",
+            "SELECT id, position, record FROM questions WHERE position > ? ORDER BY position LIMIT ?",
             (position, limit),
         ).fetchall()
-        return [(at, example_from_dict(json.loads(record), path=self.path, index=at)) for at, record in rows]
+        return [(at, self._example(qid, at, record)[0]) for qid, at, record in rows]
 
     def pending_lookups(self, sources: Sequence[str], *, retry_failed: bool) -> list[tuple[Example, str]]:
         """(question, source) pairs still to look up: never done, or failed when ``retry_failed``."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit
 
 from odqa.crawl.config import WikipediaApi
 from odqa.crawl.fetch import FetchFailure
@@ -20,6 +20,14 @@ def normalise_title(title: str) -> str:
     """MediaWiki's canonical form: underscores as spaces, single spaces, first letter upper-case."""
     title = " ".join(title.replace("_", " ").split())
     return title[:1].upper() + title[1:]
+
+
+_REST_HTML = "/api/rest_v1/page/html/"
+_NOT_THE_ARTICLE = frozenset({"oldid", "diff", "curid"})  # an old revision or a diff is not the article as it is
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
 
 
 def _path_key(title: str) -> str:
@@ -75,6 +83,59 @@ class Wikipedia:
              "formatversion": 2}
         )
         return f"{self.root}/w/api.php?{query}"
+
+    def title_of(self, url: str) -> str | None:
+        """The (normalised) title of the article of this site that ``url`` names, in any of its forms: the reader
+        URL ``/wiki/Title`` (also on the mobile host ``en.m.wikipedia.org``, over http or https), ``/w/index.php?
+        title=Title``, the REST and ``action=parse`` URLs odqa fetches; percent-encoded, with underscores or
+        spaces. None for another site, a special page, an old revision or a diff."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            return None
+        site = urlsplit(self.root)
+        if parts.scheme not in {"http", "https"} or (parts.hostname or "").lower() not in self._hosts(site):
+            return None
+        if site.port is not None and port != site.port:
+            return None
+        if site.port is None and port not in {None, 80, 443}:
+            return None
+        query = parse_qs(parts.query)
+        if _NOT_THE_ARTICLE & query.keys():
+            return None
+        viewed = query.get("action", ["view"]) == ["view"]  # not ?action=edit, history, raw, ...
+        path = parts.path[len(site.path.rstrip("/")):] if parts.path.startswith(site.path.rstrip("/")) else ""
+        if path.startswith("/wiki/") and viewed:
+            title = unquote(path[len("/wiki/"):])
+        elif path == "/w/index.php" and viewed:
+            title = query.get("title", [""])[0]
+        elif path.startswith(_REST_HTML) and "/" not in path[len(_REST_HTML):] and not query:
+            title = unquote(path[len(_REST_HTML):])
+        elif path == "/w/api.php" and query.get("action") == ["parse"]:
+            title = query.get("page", [""])[0]
+        else:
+            return None
+        title = normalise_title(title)
+        return title if title and not title.lower().startswith("special:") else None
+
+    @staticmethod
+    def _hosts(site: SplitResult) -> frozenset[str]:
+        """The site's host, and its mobile host where Wikimedia has one (``en.m.wikipedia.org``)."""
+        host = (site.hostname or "").lower()
+        first, _, rest = host.partition(".")
+        if rest.count(".") < 1 or rest.startswith("m.") or host.replace(".", "").isdigit():  # no mobile site
+            return frozenset({host})
+        return frozenset({host, f"{first}.m.{rest}"})
+
+    def is_api_url(self, url: str) -> bool:
+        """True for a URL of this site's article API (REST page HTML or ``action=parse``): what odqa asks the
+        configured endpoint for, so robots.txt does not apply and the endpoint is trusted."""
+        try:
+            path = urlsplit(url).path
+        except ValueError:
+            return False
+        return self.title_of(url) is not None and (path.endswith("/api.php") or _REST_HTML in path)
 
     @staticmethod
     def is_parse_url(url: str) -> bool:

@@ -80,6 +80,35 @@ def test_robots_server_error_means_disallow_all(
     assert (page.error or "").startswith("robots") and server.hits("/a") == 0
 
 
+@pytest.mark.parametrize("send_length", [True, False], ids=["content-length", "streamed"])
+def test_robots_over_500_kib_is_parsed_up_to_the_cap(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], send_length: bool
+) -> None:
+    """RFC 9309 2.5: a robots.txt over the size cap is read up to 500 KiB, not ignored as if it allowed all."""
+    rules = "User-agent: *\nDisallow: /private/\n"
+    padding = "".join(f"# comment line {i:07d} that pads the file past the limit\n" for i in range(12_000))
+    late = "User-agent: *\nDisallow: /late/\n"  # after 500 KiB: not read, so not applied
+    server.route("/robots.txt", Reply(body=rules + padding + late, content_type="text/plain", send_length=send_length))
+    for path in ("/private/a", "/late/b"):
+        server.route(path, Reply(body=ARTICLE))
+    private, late_page = fetch(make_config(), server.url("/private/a"), server.url("/late/b"))
+    assert len((rules + padding).encode()) > 500 * 1024
+    assert (private.error or "").startswith("robots") and server.hits("/private/a") == 0
+    assert late_page.status == "ok"
+
+
+def test_robots_with_an_unreadable_body_means_disallow_all(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    """A 200 robots.txt whose body cannot be decoded says nothing about the rules: unavailable, not empty."""
+    server.route(
+        "/robots.txt", Reply(body=b"not gzip at all", content_type="text/plain", headers={"Content-Encoding": "gzip"})
+    )
+    server.route("/a", Reply(body=ARTICLE))
+    (page,) = fetch(make_config(), server.url("/a"))
+    assert (page.error or "").startswith("robots") and server.hits("/a") == 0
+
+
 @pytest.mark.parametrize(("status", "form"), [(429, "seconds"), (503, "http-date")])
 def test_retry_after_is_honoured(
     server: FixtureServer, make_config: Callable[..., CrawlConfig], status: int, form: str

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -128,8 +129,8 @@ def test_full_run_stores_extracts_and_exports(
     assert q1.ctxs[0].meta["source"] == "wikipedia" and q1.ctxs[0].title == TSNE_TITLE
     assert "Given a set of high-dimensional objects" in q1.ctxs[0].text
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", q1.ctxs[0].meta["date"] or "")  # trafilatura's date, kept
-    assert [d.meta["source"] for d in q1.ctxs] == ["wikipedia", "google", "google", "google"]
-    assert [d.meta["rank"] for d in q1.ctxs[1:]] == [0, 1, 2]
+    assert [d.meta["source"] for d in q1.ctxs] == ["wikipedia", "google", "google"]  # the /wiki/ result: the article
+    assert [d.meta["rank"] for d in q1.ctxs[1:]] == [0, 1]
     assert q1.ctxs[1].title == "Article 0" and "history of topic number 0" in q1.ctxs[1].text
     mozilla = examples["q2"].ctxs or ()
     assert mozilla[0].title.startswith("Mozilla") and "free-software community" in mozilla[0].text
@@ -243,6 +244,45 @@ def test_search_result_at_a_private_address_is_refused_by_default(
         assert internal.seen == []
 
 
+def test_search_result_on_a_configured_endpoint_host_is_not_trusted(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
+) -> None:
+    """The search API and the Wikipedia mirror run on 127.0.0.1 (trusted for odqa's API requests); a search
+    result naming that same host and port is a web page like any other, refused without --allow-private."""
+    add_google(web, {"internal": [web.url("/article/0"), web.url("/private/page")]})
+    questions = write_questions(tmp_path / "q.jsonl", [{"id": "x", "question": "internal admin page?"}])
+    summary = run_crawl(
+        questions, tmp_path / "run", google_config(allow_private=False, wikipedia=False), environ=ENV
+    )
+    assert summary.lookups_failed == {} and summary.failed == {"blocked_address": 2}
+    assert web.hits("/article/0") == web.hits("/private/page") == web.hits("/robots.txt") == 0
+
+
+def test_search_results_that_are_the_subject_article_are_that_article(
+    tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
+) -> None:
+    """Search engines rank the subject's Wikipedia article first: every form of its URL (/wiki/, index.php?title=,
+    percent-encoded, spaces, a fragment, a redirect) is the article fetched through the API, not a second copy."""
+    key = TSNE_TITLE.replace(" ", "_")
+    forms = [
+        web.url(f"/wiki/{key}"),
+        web.url(f"/w/index.php?title={quote(TSNE_TITLE)}"),
+        web.url(f"/wiki/{quote(TSNE_TITLE)}#Details"),
+        web.url("/wiki/T-SNE"),  # a redirect page: the same article once its final URL is known
+        web.url("/article/0"),
+    ]
+    add_google(web, {"stochastic": forms})
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
+    summary = run_crawl(questions, tmp_path / "run", google_config(), environ=ENV)
+    assert summary.failed == {} and summary.lookups_failed == {}
+    (example,) = iter_examples(tmp_path / "run")
+    ctxs = example.ctxs or ()
+    assert [d.meta["source"] for d in ctxs] == ["wikipedia", "google"] and ctxs[1].title == "Article 0"
+    assert [s.path for s in web.seen if s.path.startswith(("/wiki/", "/w/"))] == []  # never as a web page
+    assert web.hits(f"/api/rest_v1/page/html/{key}") == 2  # once, and once more behind the T-SNE redirect
+    assert summary.pages == 3  # the article, the redirect to it, Article 0
+
+
 def test_failed_search_is_recorded_and_retried(
     tmp_path: Path, web: FixtureServer, google_config: Callable[..., CrawlConfig]
 ) -> None:
@@ -251,7 +291,7 @@ def test_failed_search_is_recorded_and_retried(
     summary = run_crawl(questions, tmp_path / "run", google_config(), environ=bad_keys)
     assert summary.lookups_failed == {"google: http_403": 1}
     fixed = run_crawl(questions, tmp_path / "run", google_config(retry_failed=True), environ=ENV)
-    assert fixed.lookups_failed == {} and fixed.extracted == 4
+    assert fixed.lookups_failed == {} and fixed.extracted == 3  # its /wiki/ result is the article itself
 
 
 def test_api_key_never_reaches_store_outputs_or_logs(
@@ -534,7 +574,7 @@ def test_unexpected_page_or_lookup_error_is_recorded_and_the_run_goes_on(
     questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:2])  # q2 has no subject: a Wikipedia search
     with caplog.at_level(logging.WARNING, logger="odqa.crawl.runner"):
         summary = run_crawl(questions, tmp_path / "run", google_config(), environ=ENV)
-    assert summary.failed["error"] == 1 and summary.extracted >= 3
+    assert summary.failed["error"] == 1 and summary.extracted == 2
     assert summary.lookups_failed == {"wikipedia: error": 1}
     with closing(sqlite3.connect(tmp_path / "run" / STORE_NAME)) as db:
         assert db.execute("SELECT detail FROM pages WHERE reason = 'error'").fetchall() == [("RuntimeError",)]

@@ -87,7 +87,7 @@ def test_public_errors_are_odqa_errors_and_internals_are_private() -> None:
     """What the CLI's guard prints as ``Type: message`` (it catches OdqaError only, anything else is a traceback)."""
     assert issubclass(BlockedAddressError, CrawlError) and issubclass(FetchFailure, CrawlError)
     assert str(BlockedAddressError("intranet", "10.0.0.1")).endswith("allow it with --allow-private")
-    assert set(safety.__all__) == {"AddressPolicy", "BlockedAddressError", "PerHostTransport", "is_public"}
+    assert set(safety.__all__) == {"TRUSTED", "AddressPolicy", "BlockedAddressError", "PerHostTransport", "is_public"}
     assert not hasattr(safety, "GuardedBackend") and not hasattr(safety, "guarded_transport")
 
 
@@ -212,3 +212,46 @@ def test_per_host_pools_are_evicted_when_idle() -> None:
                 return codes
 
         assert asyncio.run(run()) == [200, 200, 200]
+
+
+def test_a_pool_is_not_evicted_while_its_body_is_downloading() -> None:
+    """Headers have arrived but the body is still coming: a request to a new host past ``max_hosts`` must not
+    close the pool the body is read from (a pool is idle only once its bodies are read)."""
+    with FixtureServer() as slow, FixtureServer() as other, FixtureServer() as third_host:
+        slow.route("/a", Reply(body=ARTICLE, trickle=0.02))
+        other.route("/a", Reply(body=ARTICLE))
+
+        async def run() -> tuple[bytes, int]:
+            transport = PerHostTransport(AddressPolicy(allow_private=True), per_host=2, max_hosts=1)
+            async with httpx.AsyncClient(transport=transport) as client:
+                async with client.stream("GET", slow.url("/a")) as streaming:
+                    second = (await client.get(other.url("/a"))).status_code
+                    body = await streaming.aread()
+                third = (await client.get(third_host.url("/b"))).status_code  # both idle now: evicted
+                assert len(transport._pools) == 1 and third == 404
+                return body, second
+
+        body, second = asyncio.run(run())
+        assert body == ARTICLE.encode("utf-8") and second == 200
+
+
+def test_a_search_result_on_a_configured_endpoint_is_not_trusted(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    """The configured endpoints are trusted for odqa's own API requests only: a page URL that points at the
+    same host and port (a search result naming the self-hosted SearXNG) passes the address policy like any other."""
+    server.route("/search", Reply(body="{}", content_type="application/json"))
+    server.route("/a", Reply(body=ARTICLE))
+    policy = AddressPolicy.trusting([server.url("/search")], allow_private=False)
+    config = make_config(allow_private=False, robots=False)
+
+    async def run() -> tuple[Any, Any, Any]:
+        async with Fetcher(config, policy) as fetcher:
+            api = await fetcher.get_json(server.url("/search"))
+            page = await fetcher.fetch_page(server.url("/a"))
+            api_page = await fetcher.fetch_page(server.url("/a"), api=True)
+            return api, page, api_page
+
+    api, page, api_page = asyncio.run(run())
+    assert api == {} and api_page.status == "ok"
+    assert (page.error or "").startswith("blocked_address") and server.hits("/a") == 1

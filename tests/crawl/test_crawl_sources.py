@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -103,6 +106,39 @@ def test_wikipedia_urls() -> None:
     assert normalise_title("jerry_Mumphrey  ") == "Jerry_Mumphrey".replace("_", " ")
 
 
+@pytest.mark.parametrize(
+    ("url", "title"),
+    [
+        ("https://en.wikipedia.org/wiki/Jerry_Mumphrey", "Jerry Mumphrey"),
+        ("http://en.wikipedia.org/wiki/Jerry%20Mumphrey", "Jerry Mumphrey"),
+        ("https://en.m.wikipedia.org/wiki/Jerry_Mumphrey#Career", "Jerry Mumphrey"),
+        ("https://en.wikipedia.org/w/index.php?title=Jerry+Mumphrey", "Jerry Mumphrey"),
+        ("https://EN.wikipedia.org/wiki/jerry_Mumphrey?useskin=vector", "Jerry Mumphrey"),
+        ("https://en.wikipedia.org/wiki/AC/DC", "AC/DC"),
+        ("https://en.wikipedia.org/wiki/AC%2FDC", "AC/DC"),
+        ("https://en.wikipedia.org/wiki/%E6%9D%B1%E4%BA%AC", "東京"),
+        ("https://en.wikipedia.org/api/rest_v1/page/html/AC%2FDC", "AC/DC"),
+        (Wikipedia(api="action").html_url("AC/DC"), "AC/DC"),
+        ("https://de.wikipedia.org/wiki/Jerry_Mumphrey", None),  # another language
+        ("https://en.wikipedia.org:8443/wiki/Jerry_Mumphrey", None),  # another service on the host
+        ("https://en.wikipedia.org/w/index.php?title=Jerry_Mumphrey&oldid=5", None),  # an old revision
+        ("https://en.wikipedia.org/w/index.php?title=Jerry_Mumphrey&action=history", None),
+        ("https://en.wikipedia.org/wiki/Special:Random", None),
+        ("https://en.wikipedia.org/wiki/", None),
+        ("https://example.org/wiki/Jerry_Mumphrey", None),
+    ],
+)
+def test_wikipedia_article_urls_in_all_their_forms(url: str, title: str | None) -> None:
+    assert Wikipedia().title_of(url) == title
+
+
+def test_wikipedia_mirror_urls_need_its_port() -> None:
+    mirror = Wikipedia("http://127.0.0.1:8080")
+    assert mirror.title_of("http://127.0.0.1:8080/wiki/Bodmin") == "Bodmin"
+    assert mirror.title_of("http://127.0.0.1:9090/wiki/Bodmin") is None
+    assert mirror.is_api_url(mirror.html_url("Bodmin")) and not mirror.is_api_url("http://127.0.0.1:8080/wiki/Bodmin")
+
+
 def test_wikipedia_action_api() -> None:
     action = Wikipedia("https://mirror.example.org/", api="action")
     url = action.html_url("AC/DC & co")
@@ -162,6 +198,23 @@ def test_bad_dump_is_an_input_error(tmp_path: Path) -> None:
         read_dump(bad, ["X"])
     with pytest.raises(InputError, match="no such dump"):
         read_dump(tmp_path / "missing.xml", ["X"])
+
+
+@pytest.mark.parametrize(("suffix", "compress"), [(".bz2", bz2.compress), (".gz", gzip.compress)])
+def test_truncated_or_corrupt_compressed_dump_is_an_input_error(
+    tmp_path: Path, suffix: str, compress: Callable[[bytes], bytes]
+) -> None:
+    """A download cut short (or damaged) names the file and says what to do, not a raw EOFError / OSError."""
+    xml = export_xml({"Bodmin": wikitext("Bodmin"), "Mark Behr": wikitext("Mark Behr")}).encode("utf-8")
+    whole = compress(xml)
+    truncated = tmp_path / f"cut.xml{suffix}"
+    truncated.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(InputError, match=rf"cut\.xml\{suffix}: .*truncated or corrupt .*download it again"):
+        read_dump(truncated, ["Mark Behr"])
+    corrupt = tmp_path / f"corrupt.xml{suffix}"
+    corrupt.write_bytes(whole[:20] + bytes(200) + whole[220:])
+    with pytest.raises(InputError, match=rf"corrupt\.xml\{suffix}: "):
+        read_dump(corrupt, ["Mark Behr"])
 
 
 def test_html_folder(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -132,3 +133,51 @@ def test_iter_examples_reads_in_batches_in_input_order(tmp_path: Path) -> None:
 def test_folder_without_a_crawl_store_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not an `odqa crawl` output folder"):
         list(load_examples(tmp_path))
+
+
+def test_questions_without_ids_keep_their_ids_when_a_second_file_extends_the_store(tmp_path: Path) -> None:
+    """An id-less question is stored under its input index ("0", "1", ...); reading back must give that id, not
+    its position in a store that an earlier input file already filled."""
+    with _store(tmp_path) as store:  # a, b: positions 0 and 1
+        store.add_questions([(Example(id="0", question="No id?"), {"question": "No id?"})])
+        assert [e.id for e, _ in store.examples()] == ["a", "b", "0"]
+        assert [(at, e.id) for at, e in store.examples_after(-1, 10)] == [(0, "a"), (1, "b"), (2, "0")]
+    assert [e.id for e in iter_examples(tmp_path)] == ["a", "b", "0"]
+
+
+def test_an_id_less_question_clashing_with_a_stored_one_is_an_error(tmp_path: Path) -> None:
+    """Two input files without ids both number their questions from 0: the second one's question "0" is another
+    question, which must not be dropped silently as "already stored"."""
+    with CrawlStore(tmp_path / "crawl.sqlite") as store:
+        store.add_questions([(Example(id="0", question="First?"), {"question": "First?"})])
+        store.add_questions([(Example(id="0", question="First?"), {"question": "First?"})])  # a resume: fine
+        with pytest.raises(CrawlError, match=r"id '0'.*give each question an 'id'"):
+            store.add_questions([(Example(id="0", question="Other?"), {"question": "Other?"})])
+        assert [e.question for e, _ in store.examples()] == ["First?"]
+
+
+def test_a_second_writer_on_the_run_folder_is_refused(tmp_path: Path) -> None:
+    """Two crawls into one folder at once would fetch the same pending pages twice: the second one is told which
+    process holds the folder. Readers (``odqa refine`` on a running crawl) are not affected."""
+    with _store(tmp_path):
+        with pytest.raises(CrawlError, match=rf"another crawl \(process {os.getpid()}\) is writing"):
+            CrawlStore(tmp_path / "crawl.sqlite")
+        with CrawlStore(tmp_path / "crawl.sqlite", readonly=True) as reader:
+            assert reader.summary().questions == 2
+    with CrawlStore(tmp_path / "crawl.sqlite") as again:  # released on close
+        assert again.summary().questions == 2
+
+
+def test_positions_are_read_inside_the_write_transaction(tmp_path: Path) -> None:
+    """The next position comes from the INSERT itself: a writer that read MAX(position) before another one
+    committed (here: a write slipped in just before the transaction starts) would reuse its positions."""
+    with _store(tmp_path) as store, closing(sqlite3.connect(tmp_path / "crawl.sqlite")) as other:
+        def race(statement: str) -> None:
+            if statement == "BEGIN IMMEDIATE" and not other.in_transaction:
+                other.execute("INSERT INTO questions VALUES ('x', 2, '{\"id\": \"x\", \"question\": \"X?\"}')")
+                other.commit()
+
+        store._db.set_trace_callback(race)
+        store.add_questions([(Example(id="c", question="C?"), {"id": "c", "question": "C?"})])
+        store._db.set_trace_callback(None)
+        assert [(at, e.id) for at, e in store.examples_after(-1, 10)] == [(0, "a"), (1, "b"), (2, "x"), (3, "c")]
