@@ -282,16 +282,23 @@ def read_dpr_tsv(path: str | Path) -> Iterator[Passage]:
     """Read DPR passages (``id\\ttext\\ttitle`` with a header row)."""
     with open_text(path) as fh, reading(path):
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
-        header = next(reader, None)
-        if header is None:
-            raise InputError(f"{path}: empty file, expected a header 'id\\ttext\\ttitle'")
-        if [h.strip().lower() for h in header[:3]] != ["id", "text", "title"]:
-            raise FormatError(f"header must be 'id\\ttext\\ttitle', got {header!r}", path=path, line=1)
-        for number, row in enumerate(reader, start=2):
-            if len(row) < 3:
-                raise FormatError(f"expected 3 tab-separated fields, got {len(row)}", path=path, line=number)
-            pid, text, title = row[0], row[1], row[2]
-            yield Passage(id=pid, doc_id=title, title=title, text=text)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise InputError(f"{path}: empty file, expected a header 'id\\ttext\\ttitle'")
+            if [h.strip().lower() for h in header[:3]] != ["id", "text", "title"]:
+                raise FormatError(f"header must be 'id\\ttext\\ttitle', got {header!r}", path=path, line=1)
+            for number, row in enumerate(reader, start=2):
+                if len(row) < 3:
+                    raise FormatError(f"expected 3 tab-separated fields, got {len(row)}", path=path, line=number)
+                if any("\x00" in field for field in row):
+                    raise FormatError("NUL byte in a field: not a UTF-8 text TSV (UTF-16, or binary data?); "
+                                      "re-export the passages as UTF-8", path=path, line=reader.line_num)
+                pid, text, title = row[0], row[1], row[2]
+                yield Passage(id=pid, doc_id=title, title=title, text=text)
+        except csv.Error as exc:  # a field over csv.field_size_limit(): mostly an unclosed quote
+            raise FormatError(f"unreadable TSV ({exc}); a quote '\"' opening a field must be closed",
+                              path=path, line=reader.line_num) from exc
 
 
 def write_dpr_tsv(path: str | Path, passages: Iterable[Passage]) -> int:

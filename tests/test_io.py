@@ -135,3 +135,17 @@ def test_absurdly_nested_json_is_a_format_error(tmp_path: Path) -> None:
     deep_line.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
     with pytest.raises(FormatError, match=r"deep\.jsonl:1: JSON nested too deeply"):
         list(read_jsonl(deep_line))
+
+
+def test_dpr_tsv_field_over_the_csv_limit_is_a_format_error(tmp_path: Path) -> None:
+    path = tmp_path / "psgs.tsv"
+    path.write_text('id\ttext\ttitle\n1\tfine\tA\n2\t"an unclosed quote ' + "word " * 40_000 + "\tB\n")
+    with pytest.raises(FormatError, match=r"psgs\.tsv:3: unreadable TSV \(field larger than field limit"):
+        list(read_dpr_tsv(path))
+
+
+def test_dpr_tsv_nul_byte_is_a_format_error(tmp_path: Path) -> None:
+    path = tmp_path / "psgs.tsv"
+    path.write_text("id\ttext\ttitle\n1\tfine\tA\n2\tbro\x00ken\tB\n")
+    with pytest.raises(FormatError, match=r"psgs\.tsv:3: NUL byte"):
+        list(read_dpr_tsv(path))
