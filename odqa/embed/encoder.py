@@ -25,7 +25,7 @@ from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_
 from odqa.errors import ConfigError, ModelError
 from odqa.records import Passage
 
-__all__ = ["Encoder", "resolve_model"]
+__all__ = ["Encoder", "check_device", "resolve_model"]
 
 Progress = Callable[[int], None]
 
@@ -146,8 +146,11 @@ def _devices_here() -> dict[str, int]:
     return {kind: n for kind, n in counts.items() if n > 0}
 
 
-def _check_device(device: str | None) -> None:
-    """Fail before the model loads, in one line naming this machine's devices, when ``device`` is not one of them."""
+def check_device(device: str | None) -> None:
+    """Raise ``ConfigError``, in one line naming this machine's devices, when ``device`` is not one of them.
+
+    Call it before loading a model: a bad device otherwise surfaces as torch's RuntimeError after the load.
+    """
     if device is None:
         return
     require("torch", "embed")
@@ -176,7 +179,7 @@ class Encoder:
         self.source = self.preset.source()
         # Everything that can be wrong with the options is checked before the model load, which takes seconds.
         _check_source(self.preset, self.source)
-        _check_device(self.config.device)
+        check_device(self.config.device)
         self.fingerprint = _fingerprint(self.preset, self.source, self.config.precision)
         cache_dir = default_cache_dir() if self.config.cache_dir is None else self.config.cache_dir
         self.cache = EmbeddingCache(Path(cache_dir), self.fingerprint) if cache_dir else None
