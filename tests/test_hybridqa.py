@@ -211,3 +211,23 @@ def test_retrievers_import_no_dataset_module() -> None:
                 [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
             offenders += [f"{path.name}: {name}" for name in names if name.startswith("odqa.datasets")]
     assert offenders == []
+
+
+def test_linking_tfidf_equals_scikit_learn(tables: Path) -> None:
+    """The linker's 20-line TF-IDF is scikit-learn's TfidfVectorizer (sublinear tf, smoothed idf, l2 norm) over
+    the same n-grams; kept by hand so HybridQA linking needs no scikit-learn, checked here against it."""
+    sklearn_text = pytest.importorskip("sklearn.feature_extraction.text")
+    from odqa.datasets.hybridqa_linking import _SENTENCE, _TfIdf
+
+    table = load_table(tables, SOMALI)
+    sentences = [s for link in table.cells_linking() for s in _SENTENCE.split(table.passages[link]) if s.strip()]
+    ours = _TfIdf(sentences, sizes=(2, 3))
+    vectorizer = sklearn_text.TfidfVectorizer(analyzer=lambda text: list(ours._grams(text).elements()),
+                                              sublinear_tf=True)
+    matrix = vectorizer.fit_transform(sentences)
+    best = 0.0
+    for question in ("Which gulf is north of the Somalian city with 550,000 residents?", sentences[5], sentences[9]):
+        expected = (matrix @ vectorizer.transform([question]).T).toarray().ravel()
+        assert ours.similarities(question) == pytest.approx(list(expected), abs=1e-12)
+        best = max(best, *expected)
+    assert best > 0.5
