@@ -38,12 +38,16 @@ def _load_cross_encoder(config: RerankConfig) -> Any:
         with _quiet_weight_loading():
             model = CrossEncoder(name, device=config.device, max_length=config.max_length)
     except (OSError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else ""
-        where = (f"the local folder {name!r} holds no loadable model" if Path(name).exists()
-                 else f"{name!r} is neither a local folder nor a model the Hugging Face hub could provide offline")
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if Path(name).exists():
+            raise ModelError(
+                f"cannot load cross-encoder {name!r}: the local folder holds no loadable model ({reason}); pass a "
+                "folder saved by CrossEncoder.save_pretrained or a Hugging Face sequence-classification model"
+            ) from exc
         raise ModelError(
-            f"cannot load cross-encoder {name!r}: {where} ({type(exc).__name__}: {reason}). Downloading a hub model "
-            f"needs hub access: download {name!r} where the hub is reachable and pass its local directory with --rerank"
+            f"cannot load cross-encoder {name!r}: it is not a local folder and the Hugging Face hub could not provide "
+            f"it ({reason}). A hub id needs hub access: download {name!r} where the hub is reachable and pass its "
+            "local directory with --rerank"
         ) from exc
     if model.num_labels != 1:
         raise ModelError(f"cross-encoder {name!r} has {model.num_labels} output labels; reranking needs a model with "
