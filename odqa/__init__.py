@@ -5,7 +5,6 @@ from __future__ import annotations
 from odqa._version import __version__
 from odqa.chunk import chunk, chunk_document
 from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig
-from odqa.inputs import load_examples
 from odqa.embed import Encoder
 from odqa.errors import (
     ConfigError,
@@ -17,6 +16,8 @@ from odqa.errors import (
     OdqaError,
     OutputError,
 )
+from odqa.inputs import load_examples
+from odqa.pipeline import RefineSummary, refine_to_file
 from odqa.records import Document, Example, Hit, Page, Passage
 from odqa.refine import Refined, refine
 from odqa.retrieve.protocol import Reranker, Retriever
@@ -40,6 +41,7 @@ __all__ = [
     "Page",
     "Passage",
     "RefineConfig",
+    "RefineSummary",
     "Refined",
     "Reranker",
     "Retriever",
@@ -48,4 +50,5 @@ __all__ = [
     "chunk_document",
     "load_examples",
     "refine",
+    "refine_to_file",
 ]

@@ -1,32 +1,98 @@
+"""The curated public surface: exactly the pinned names, each the real object of its home module."""
+
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import importlib.metadata
+import inspect
 import subprocess
 import sys
+from typing import Protocol
+
+import pytest
 
 import odqa
 from odqa.records import Hit, Passage
 from odqa.retrieve import Retriever
 
-EXPECTED = {
-    "ChunkConfig", "ConfigError", "CrawlError", "DependencyError", "Document", "EmbedConfig",
-    "Encoder", "Example", "FormatError", "Hit", "HybridConfig", "InputError", "ModelError", "OdqaError", "OutputError",
-    "Page",
-    "Passage", "RefineConfig", "Refined", "Reranker", "Retriever", "__version__", "chunk", "chunk_document",
-    "load_examples", "refine",
+# name -> the module that defines it; adding or removing a public name is a decision, made here.
+HOMES = {
+    "ChunkConfig": "odqa.config",
+    "ConfigError": "odqa.errors",
+    "CrawlError": "odqa.errors",
+    "DependencyError": "odqa.errors",
+    "Document": "odqa.records",
+    "EmbedConfig": "odqa.config",
+    "Encoder": "odqa.embed.encoder",
+    "Example": "odqa.records",
+    "FormatError": "odqa.errors",
+    "Hit": "odqa.records",
+    "HybridConfig": "odqa.config",
+    "InputError": "odqa.errors",
+    "ModelError": "odqa.errors",
+    "OdqaError": "odqa.errors",
+    "OutputError": "odqa.errors",
+    "Page": "odqa.records",
+    "Passage": "odqa.records",
+    "RefineConfig": "odqa.config",
+    "RefineSummary": "odqa.pipeline",
+    "Refined": "odqa.refine",
+    "Reranker": "odqa.retrieve.protocol",
+    "Retriever": "odqa.retrieve.protocol",
+    "__version__": "odqa._version",
+    "chunk": "odqa.chunk",
+    "chunk_document": "odqa.chunk",
+    "load_examples": "odqa.inputs",
+    "refine": "odqa.refine",
+    "refine_to_file": "odqa.pipeline",
+}
+RECORDS = {"Document", "Example", "Hit", "Page", "Passage", "Refined", "RefineSummary"}
+CONFIGS = {"ChunkConfig", "EmbedConfig", "HybridConfig", "RefineConfig"}
+FUNCTIONS = {  # name -> its leading parameters, the calling convention users rely on
+    "chunk": ["docs", "config"],
+    "chunk_document": ["doc", "config"],
+    "load_examples": ["path"],
+    "refine": ["examples", "config", "encoder"],
+    "refine_to_file": ["examples", "out", "config", "encoder"],
 }
 
 
-def test_all_is_curated_and_importable() -> None:
-    assert set(odqa.__all__) == EXPECTED
-    for name in odqa.__all__:
-        assert getattr(odqa, name) is not None
+def test_all_is_exactly_the_pinned_list_sorted_without_repeats() -> None:
+    assert odqa.__all__ == sorted(HOMES)
 
 
-def test_errors_share_one_base() -> None:
-    for name in odqa.__all__:
-        obj = getattr(odqa, name)
-        if isinstance(obj, type) and name.endswith("Error"):
-            assert issubclass(obj, odqa.OdqaError)
+@pytest.mark.parametrize("name", sorted(HOMES))
+def test_each_name_is_the_object_defined_in_its_home_module(name: str) -> None:
+    home = importlib.import_module(HOMES[name])
+    obj = getattr(odqa, name)
+    assert getattr(home, name) is obj
+    if name != "__version__":
+        assert obj.__module__ == HOMES[name]
+        assert name in home.__all__
+        assert (inspect.getdoc(obj) or "").strip(), f"{name} has no docstring"
+
+
+def test_each_name_is_the_kind_it_claims() -> None:
+    errors = {name for name in HOMES if name.endswith("Error")}
+    assert errors == {"ConfigError", "CrawlError", "DependencyError", "FormatError", "InputError", "ModelError",
+                      "OdqaError", "OutputError"}
+    for name in errors:
+        assert issubclass(getattr(odqa, name), odqa.OdqaError) and issubclass(odqa.OdqaError, Exception)
+    assert issubclass(odqa.FormatError, odqa.InputError)
+    for name in RECORDS | CONFIGS:
+        cls = getattr(odqa, name)
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+    for name, leading in FUNCTIONS.items():
+        params = list(inspect.signature(getattr(odqa, name)).parameters)
+        assert params[: len(leading)] == leading, name
+    for name in ("Retriever", "Reranker"):
+        protocol = getattr(odqa, name)
+        assert Protocol in protocol.__mro__ and getattr(protocol, "_is_runtime_protocol", False), name
+    assert inspect.isclass(odqa.Encoder) and callable(odqa.Encoder.encode_queries)
+    assert odqa.__version__ == importlib.metadata.version("odqa")
+    covered = errors | RECORDS | CONFIGS | set(FUNCTIONS) | {"Retriever", "Reranker", "Encoder", "__version__"}
+    assert covered == set(HOMES)
 
 
 def test_import_is_light() -> None:
@@ -41,3 +107,4 @@ def test_a_ten_line_fake_is_a_retriever() -> None:
             return [[Hit(Passage("p", "d", "t", q), 1.0)][:k] for q in queries]
 
     assert isinstance(Fake(), Retriever)
+    assert not isinstance(object(), Retriever)

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from odqa.config import HybridConfig, RefineConfig
-from odqa.errors import ConfigError
+from odqa.errors import ConfigError, InputError
 from odqa.records import Document, Example, Passage
 from odqa.refine import RefineStats, refine, score_passages
 from odqa.retrieve.bm25 import bm25_scores
@@ -163,3 +165,31 @@ def test_an_encoder_built_for_other_settings_is_refused(minilm_encoder: Any) -> 
     same = EmbedConfig(batch_size=4, cache_dir="", device="cpu")
     (result,) = refine([example()], RefineConfig(scorer="dense", embed=same), minilm_encoder)
     assert result.hits[0].passage.id == "b"
+
+
+def test_refine_to_file_writes_fid_config_and_summary(tmp_path: Path) -> None:
+    from odqa.pipeline import refine_to_file
+
+    done: list[int] = []
+    items = [example(), Example(id="q2", question="largest city?", answers=("Zurich",), ctxs=DOCS)]
+    summary = refine_to_file(items, tmp_path / "out.jsonl", RefineConfig(scorer="bm25", k=2, block_size=1),
+                             progress=done.append)
+    assert done == [1, 1]
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [[c["id"] for c in r["ctxs"]] for r in rows] == [["b", "a"], ["c", "a"]]
+    assert [r["ctxs"][0]["has_answer"] for r in rows] == [True, True]
+    assert (summary.questions, summary.answerable, summary.recall) == (2, 2, {1: 1.0})
+    assert summary.stats.passages == 6 and summary.encoded == 0
+    assert json.loads(summary.config_file.read_text())["k"] == 2
+
+
+def test_refine_to_file_without_any_candidates_writes_nothing(tmp_path: Path) -> None:
+    from odqa.pipeline import refine_to_file
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("an earlier run\n")
+    for items, message in [([example(ctxs=None), example(ctxs=())], "none of the 2 question"),
+                           ([], "the input is empty")]:
+        with pytest.raises(InputError, match=message):
+            refine_to_file(items, out, RefineConfig(scorer="bm25"))
+        assert out.read_text() == "an earlier run\n" and not (tmp_path / "out.jsonl.config.json").exists()
