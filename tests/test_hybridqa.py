@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import odqa.retrieve
 from odqa.datasets.hybridqa import Cell, Table, load_hybridqa, load_table, table_documents, table_passages
 from odqa.datasets.hybridqa_linking import TableRetriever
 from odqa.errors import ConfigError, FormatError, InputError
@@ -199,18 +197,6 @@ def test_the_two_tables_scored_end_to_end_by_odqa_eval(root: Path, tables: Path,
     assert run_eval(EvalConfig(dataset="hybridqa", predictions=str(perturbed), gold=str(reference))) == {
         "table exact": 0.0, "table f1": 0.0, "passage exact": 0.0, "passage f1": 50.0,
         "total exact": 0.0, "total f1": 25.0, "total": 2}
-
-
-def test_retrievers_import_no_dataset_module() -> None:
-    """Imports run from datasets down to records, never from a retriever sideways into one dataset's loader:
-    HybridQA's table linking lives with HybridQA (odqa.datasets.hybridqa_linking)."""
-    offenders = []
-    for path in sorted(Path(odqa.retrieve.__file__).parent.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
-                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
-            offenders += [f"{path.name}: {name}" for name in names if name.startswith("odqa.datasets")]
-    assert offenders == []
 
 
 def test_linking_tfidf_equals_scikit_learn(tables: Path) -> None:

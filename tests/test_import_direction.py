@@ -32,6 +32,7 @@ FORBIDDEN = [
     ("odqa.pipeline", "odqa.crawl"),
     ("odqa.pipeline", "odqa.datasets"),
     ("odqa.demo", "odqa.refine"),  # the demo runs what the command runs, through odqa.pipeline
+    ("odqa.retrieve", "odqa.datasets"),  # retrievers know no dataset: HybridQA's linker lives with HybridQA
 ]
 
 
