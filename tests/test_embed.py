@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from odqa.config import EmbedConfig
-from odqa.embed import PRESETS, Encoder, passage_text, resolve_model
+from odqa.embed import PRESETS, Encoder, Preset, passage_text, resolve_model
 from odqa.errors import ConfigError, ModelError
 from odqa.records import Passage
 
@@ -18,10 +18,6 @@ PASSAGE = Passage("p", "d", "Aaron Aaronson", "was an agronomist.")
 
 def test_passage_without_title_has_no_leading_space() -> None:
     assert passage_text(Passage("p", "d", "", "body")) == "body"
-
-
-def test_instruction_is_switchable() -> None:
-    assert resolve_model(EmbedConfig(model="bge-base", query_prompt="")).query_prefix == ""
 
 
 def test_unknown_preset_lists_valid_names() -> None:
@@ -120,7 +116,7 @@ def by_hand(model_dir: Path, text: str, pooling: str, normalize: bool) -> np.nda
     tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir)
     with torch.no_grad():
         states = model(**tokenizer([text], return_tensors="pt")).last_hidden_state[0].numpy()
-    vector = states[0] if pooling == "cls" else states.mean(axis=0)
+    vector: np.ndarray = states[0] if pooling == "cls" else states.mean(axis=0)
     return vector / np.linalg.norm(vector) if normalize else vector
 
 
@@ -144,12 +140,18 @@ def test_pooling_normalisation_and_prompts_each_change_the_vector(tiny_model: Pa
         assert not np.allclose(mean, by_hand(tiny_model, prefix + text, "mean", False), atol=1e-3)
 
 
+def with_weights(monkeypatch: pytest.MonkeyPatch, name: str, weights: Path) -> Preset:
+    """Preset ``name``'s row as it is, loading ``weights`` in place of its hub checkpoint (for this test only)."""
+    preset = replace(PRESETS[name], local=lambda: weights)
+    monkeypatch.setitem(PRESETS, name, preset)
+    return preset
+
+
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_encodes_as_its_row_declares(name: str, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
                                                   ) -> None:
     """The row is what runs: its prompts reach the model, its pooling and normalisation shape the vectors."""
-    preset = replace(PRESETS[name], local=lambda: tiny_model)  # the row, with tiny random weights in place
-    monkeypatch.setitem(PRESETS, name, preset)
+    preset = with_weights(monkeypatch, name, tiny_model)
     encoder = Encoder(EmbedConfig(model=name, cache_dir="", device="cpu"))
     question = "who was aaron aaronson?"
     query = encoder.encode_queries([question])[0]
@@ -161,6 +163,17 @@ def test_every_preset_encodes_as_its_row_declares(name: str, tiny_model: Path, m
                          preset.normalize), atol=1e-5)
     unit = np.isclose(np.linalg.norm([query, passage], axis=1), 1.0, atol=1e-5)
     assert unit.tolist() == [preset.score == "cosine"] * 2  # cosine presets score unit vectors, dot presets raw ones
+
+
+def test_prompt_overrides_reach_the_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    preset = with_weights(monkeypatch, "bge-base", tiny_model)
+    encoder = Encoder(EmbedConfig(model="bge-base", query_prompt="", passage_prompt="doc: ", cache_dir="",
+                                  device="cpu"))
+    np.testing.assert_allclose(encoder.encode_queries(["who?"])[0],
+                               by_hand(tiny_model, "who?", preset.pooling, preset.normalize), atol=1e-5)
+    np.testing.assert_allclose(encoder.encode_passages([PASSAGE])[0],
+                               by_hand(tiny_model, "doc: Aaron Aaronson was an agronomist.", preset.pooling,
+                                       preset.normalize), atol=1e-5)
 
 
 def test_complex_tr_reference_is_bge_base_but_for_pooling_normalisation_and_instruction() -> None:

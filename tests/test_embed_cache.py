@@ -34,7 +34,8 @@ def cache_file(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def read_only_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
     """Open every SQLite file read-only, as SQLite does for a file or folder the user may not write to."""
     def connect(path: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
-        return _REAL_CONNECT(f"file:{path}?mode=ro", *args, uri=True, **kwargs)
+        db: sqlite3.Connection = _REAL_CONNECT(f"file:{path}?mode=ro", *args, uri=True, **kwargs)
+        return db
 
     monkeypatch.setattr(sqlite3, "connect", connect)
 
