@@ -340,8 +340,40 @@ def add_searxng(server: FixtureServer, results: Mapping[str, list[str]]) -> None
     server.route("/search", answer)
 
 
-def add_articles(server: FixtureServer, count: int, delay: float = 0.0) -> list[str]:
-    """``count`` small article pages at /article/N with ``delay`` seconds of latency; returns their URLs."""
+class Gate:
+    """Lets a set number of requests through and holds the rest, so a test stops a crawl after a known amount of
+    work instead of after a guessed time. ``flush`` releases the held requests (their client is gone) uncounted."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._allowed = 0
+        self._served = 0
+        self._waiting = 0
+        self._flushing = False
+
+    def enter(self) -> None:
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: self._flushing or self._served < self._allowed, timeout=120)
+            self._waiting -= 1
+            if not self._flushing:
+                self._served += 1
+            self._cond.notify_all()
+
+    def open(self, more: int) -> None:
+        """Let ``more`` requests through from now on (after releasing any held ones)."""
+        with self._cond:
+            self._flushing = True
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._waiting == 0, timeout=120)
+            self._flushing = False
+            self._allowed = self._served + more
+            self._cond.notify_all()
+
+
+def add_articles(server: FixtureServer, count: int, delay: float = 0.0, gate: Gate | None = None) -> list[str]:
+    """``count`` small article pages at /article/N with ``delay`` seconds of latency, each let through ``gate``
+    when given; returns their URLs."""
     urls = []
     for n in range(count):
         path = f"/article/{n}"
@@ -349,6 +381,15 @@ def add_articles(server: FixtureServer, count: int, delay: float = 0.0) -> list[
             f"Article {n} is about the history of topic number {n}, told in plain words for a test.",
             f"It has a second paragraph, so the extractor sees real prose about subject {n} and more.",
         ]
-        server.route(path, Reply(body=page_html(f"Article {n}", text), delay=delay))
+        reply = Reply(body=page_html(f"Article {n}", text), delay=delay)
+        server.route(path, reply if gate is None else _gated(gate, reply))
         urls.append(server.url(path))
     return urls
+
+
+def _gated(gate: Gate, reply: Reply) -> Handler:
+    def answer(seen: Seen) -> Reply:
+        gate.enter()
+        return reply
+
+    return answer

@@ -122,11 +122,24 @@ def test_retry_after_is_honoured(
     assert second - first >= 0.9  # an HTTP date has whole seconds: between 1 and 2 s from now
 
 
-def test_backoff_doubles_between_retries(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
+def test_backoff_doubles_between_retries(
+    server: FixtureServer, make_config: Callable[..., CrawlConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waits asked for are exactly backoff, 2 x backoff (recorded, not timed: a busy machine only adds to
+    them); the server sees them as lower bounds."""
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(delay: float) -> None:
+        waits.append(delay)
+        await real_sleep(delay)
+
+    monkeypatch.setattr(asyncio, "sleep", recording_sleep)
     server.route("/flaky", Reply(502, "a"), Reply(504, "b"), Reply(body=ARTICLE))
     (page,) = fetch(make_config(retries=2, backoff=0.2), server.url("/flaky"))
     first, second, third = [s.at for s in server.seen if s.path == "/flaky"]
-    assert page.status == "ok" and 0.2 <= second - first < 0.39 and third - second >= 0.4
+    assert page.status == "ok" and waits == [0.2, 0.4]
+    assert second - first >= 0.2 and third - second >= 0.4
 
 
 def test_retry_after_longer_than_the_limit_fails_now(
@@ -150,18 +163,15 @@ def test_404_is_not_retried(server: FixtureServer, make_config: Callable[..., Cr
 
 def test_slow_response_times_out(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
     server.route("/slow", Reply(body=ARTICLE, delay=1.5))
-    start = time.monotonic()
     (page,) = fetch(make_config(timeout=0.3, retries=0), server.url("/slow"))
-    assert (page.error or "").startswith("timeout")
-    assert time.monotonic() - start < 1.4
+    assert (page.error or "").startswith("timeout")  # had it waited for the answer, the page would be "ok"
 
 
 def test_trickling_body_times_out(server: FixtureServer, make_config: Callable[..., CrawlConfig]) -> None:
     """Headers at once, then a byte now and then: the timeout covers the whole request, not each read."""
-    server.route("/drip", Reply(body=ARTICLE, trickle=0.2))
-    start = time.monotonic()
+    server.route("/drip", Reply(body=ARTICLE, trickle=0.2))  # ten pieces 0.2 s apart: 2 s for the whole body
     (page,) = fetch(make_config(timeout=0.5, retries=0), server.url("/drip"))
-    assert (page.error or "").startswith("timeout") and time.monotonic() - start < 1.5
+    assert (page.error or "").startswith("timeout")  # a per-read timeout would have read it all: "ok"
 
 
 @pytest.mark.parametrize("send_length", [True, False], ids=["content-length", "streamed"])

@@ -23,6 +23,7 @@ import pytest
 from fixture_server import (
     TSNE_TITLE,
     FixtureServer,
+    Gate,
     Reply,
     add_articles,
     add_bing,
@@ -467,18 +468,20 @@ def _interrupt(
                 os.killpg(crawler.pid, sig)
             else:
                 crawler.send_signal(sig)
-        sent = time.monotonic()
-        _out, err = crawler.communicate(timeout=30)
-    assert time.monotonic() - sent < 5, "the crawl took too long to stop"
+        _out, err = crawler.communicate(timeout=60)  # a hang guard, not a speed test
     assert b"Traceback" not in err, err.decode()
     return crawler.returncode, flat(err.decode())
 
 
 def test_sigkill_then_ctrl_c_mid_crawl_then_resume(tmp_path: Path, server: FixtureServer) -> None:
     """Killed (SIGKILL), resumed and interrupted (Ctrl-C), resumed again: every page once, nothing lost, and
-    the pages in flight at Ctrl-C are not recorded as failures (they would never be fetched again)."""
+    the pages in flight at Ctrl-C are not recorded as failures (they would never be fetched again).
+
+    The server lets a known number of article requests through per phase and holds the rest, so "mid-way" is
+    a count the test sets, not a guess about how fast a busy machine crawls."""
     add_wikipedia(server)
-    links = add_articles(server, 60, delay=0.2)
+    gate = Gate()
+    links = add_articles(server, 60, gate=gate)
     add_google(server, {"question": links})
     rows = [{"id": f"k{n}", "question": f"question number {n}", "subject": TSNE_TITLE} for n in range(3)]
     questions = write_questions(tmp_path / "q.jsonl", rows)
@@ -509,20 +512,23 @@ def test_sigkill_then_ctrl_c_mid_crawl_then_resume(tmp_path: Path, server: Fixtu
         "0",
     ]
     env = os.environ | ENV
+    gate.open(10)
     assert _interrupt(command, env, store, 5, signal.SIGKILL)[0] == -signal.SIGKILL
     killed_at = _stored(store)
-    assert 5 <= killed_at < 41, f"the crawl was not caught mid-way ({killed_at} pages stored)"
+    assert 5 <= killed_at <= 11, f"the crawl was not caught mid-way ({killed_at} pages stored)"  # 10 + the article
     with closing(sqlite3.connect(store)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
+    gate.open(10)
     status, printed = _interrupt(command, env, store, killed_at + 5, signal.SIGINT)
     assert status == 130 and "rerun the same command to continue" in printed
     with closing(sqlite3.connect(store)) as db:
         stopped_at = db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
         assert db.execute("SELECT reason, COUNT(*) FROM pages WHERE status = 'failed' GROUP BY reason").fetchall() == []
-    assert killed_at + 5 <= stopped_at < 61, f"Ctrl-C did not come mid-way ({stopped_at} pages stored)"
+    assert killed_at + 5 <= stopped_at <= killed_at + 11, f"Ctrl-C did not come mid-way ({stopped_at} pages stored)"
     assert f"not yet fetched │ {61 - stopped_at} (rerun to continue)" in printed  # the summary, at Ctrl-C too
 
+    gate.open(1000)
     resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     with closing(sqlite3.connect(store)) as db:
