@@ -6,8 +6,10 @@ Every error odqa raises on purpose derives from ``OdqaError``; the CLI catches t
 
     OdqaError
     ├── ConfigError            bad option value, unknown config key, unknown preset
+    │   └── IndexMismatchError an index used with another model, dimension or corpus than it was built with
     ├── InputError             unreadable or malformed input file, bad record
-    │   └── FormatError        a record that does not fit the expected schema (carries file and line)
+    │   ├── FormatError        a record that does not fit the expected schema (carries file and line)
+    │   └── IndexFormatError   an index folder that is incomplete, damaged, or written by a newer odqa
     ├── OutputError            an output path that cannot be written
     ├── ModelError             a model that cannot be loaded (missing weights, no hub access)
     ├── DependencyError        an optional extra that is not installed
@@ -23,6 +25,8 @@ __all__ = [
     "CrawlError",
     "DependencyError",
     "FormatError",
+    "IndexFormatError",
+    "IndexMismatchError",
     "InputError",
     "ModelError",
     "OdqaError",
@@ -52,6 +56,14 @@ class FormatError(InputError):
         if self.path is not None:
             where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
         super().__init__(where + message)
+
+
+class IndexFormatError(InputError):
+    """An index folder that cannot be used as it is: no manifest, missing or truncated files, a newer format."""
+
+
+class IndexMismatchError(ConfigError):
+    """An index asked to work with a model, dimension or corpus other than the ones it was built with."""
 
 
 class OutputError(OdqaError):

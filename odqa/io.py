@@ -6,6 +6,7 @@ import contextlib
 import csv
 import gzip
 import io
+import itertools
 import json
 import os
 import tempfile
@@ -279,16 +280,16 @@ def write_fid(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
 
 
 def read_dpr_tsv(path: str | Path) -> Iterator[Passage]:
-    """Read DPR passages (``id\\ttext\\ttitle`` with a header row)."""
+    """Read DPR passages (``id\\ttext\\ttitle``, with or without the header row)."""
     with open_text(path) as fh, reading(path):
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
         try:
             header = next(reader, None)
             if header is None:
-                raise InputError(f"{path}: empty file, expected a header 'id\\ttext\\ttitle'")
-            if [h.strip().lower() for h in header[:3]] != ["id", "text", "title"]:
-                raise FormatError(f"header must be 'id\\ttext\\ttitle', got {header!r}", path=path, line=1)
-            for number, row in enumerate(reader, start=2):
+                raise InputError(f"{path}: empty file, expected DPR passages 'id\\ttext\\ttitle'")
+            has_header = [h.strip().lower() for h in header[:3]] == ["id", "text", "title"]
+            for number, row in enumerate(reader if has_header else itertools.chain([header], reader),
+                                         start=2 if has_header else 1):
                 if len(row) < 3:
                     raise FormatError(f"expected 3 tab-separated fields, got {len(row)}", path=path, line=number)
                 if any("\x00" in field for field in row):

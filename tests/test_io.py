@@ -95,10 +95,12 @@ def test_dpr_tsv_round_trip(tmp_path: Path) -> None:
     assert list(read_dpr_tsv(path)) == passages
 
 
-def test_dpr_tsv_bad_header(tmp_path: Path) -> None:
-    path = tmp_path / "bad.tsv"
-    path.write_text("a\tb\tc\n1\t2\t3\n")
-    with pytest.raises(FormatError, match="header"):
+def test_dpr_tsv_without_header_row(tmp_path: Path) -> None:
+    path = tmp_path / "psgs.tsv"
+    path.write_text("1\tfirst text\tA\n2\tsecond\tB\n")
+    assert [(p.id, p.text, p.title) for p in read_dpr_tsv(path)] == [("1", "first text", "A"), ("2", "second", "B")]
+    path.write_text("id and text only\tno title\n")
+    with pytest.raises(FormatError, match=r"psgs\.tsv:1: expected 3 tab-separated fields"):
         list(read_dpr_tsv(path))
 
 

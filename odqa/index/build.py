@@ -1,0 +1,149 @@
+"""Build an index folder from a passage stream, shard by shard, resuming an interrupted build.
+
+Passages are read ``shard_size`` at a time; each shard's text (and, for a dense index, its vectors) is written
+atomically and only then listed in the manifest, so the manifest never lists an unfinished shard. A rerun with
+the same input and settings checks each listed shard's digest against the input, skips it, and carries on from
+the first unlisted one; once every shard is on disk the FAISS or BM25 index is built from the shards and the
+manifest marked complete. The result is byte-identical to an uninterrupted build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from odqa.errors import IndexMismatchError, InputError, OutputError
+from odqa.index.config import IndexConfig
+from odqa.index.manifest import MANIFEST, Manifest, Shard, check_files, read_manifest, write_manifest
+from odqa.index.store import PassageStore, passage_lines, shard_digest, write_passages
+from odqa.records import Passage
+
+if TYPE_CHECKING:
+    from odqa.embed import Encoder
+
+__all__ = ["build_index", "index_settings", "open_encoder"]
+
+Progress = Callable[[int], None]
+
+
+def open_encoder(config: IndexConfig) -> Encoder:
+    """The encoder a dense build uses: the configured model, without the embedding cache unless one is named
+    (an index's shards are its own cache)."""
+    from odqa.embed import Encoder
+
+    embed = config.embed if config.embed.cache_dir else replace(config.embed, cache_dir="")
+    return Encoder(embed)
+
+
+def index_settings(config: IndexConfig, encoder: Encoder | None) -> dict[str, Any]:
+    """What fixes an index's content: a resumed build must match them, a search is checked against them."""
+    if config.kind == "bm25":
+        from odqa.index.sparse import bm25_settings
+
+        return bm25_settings()
+    if encoder is None:
+        raise TypeError("a dense index needs an encoder")
+    from odqa.index.dense import dense_settings
+
+    return dense_settings(config, encoder)
+
+
+def _resume(out: Path, config: IndexConfig, settings: dict[str, Any], overwrite: bool) -> Manifest:
+    """The manifest to continue from: a fresh one, or the interrupted build's minus any damaged shard."""
+    if overwrite and (out / MANIFEST).is_file():
+        shutil.rmtree(out)  # an index folder holds nothing but the index
+    if not (out / MANIFEST).is_file():
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise OutputError(f"{out} exists and is not an odqa index; choose an empty or new --out folder")
+        manifest = Manifest(kind=config.kind, settings=settings, shard_size=config.shard_size)
+        write_manifest(out, manifest)  # from now on a rerun resumes, even if killed before the first shard
+        return manifest
+    manifest = read_manifest(out)
+    for stray in [*out.glob(".*.tmp"), *out.glob("shards/.*.tmp")]:  # left by a build killed mid-write
+        if stray.is_dir():
+            shutil.rmtree(stray)
+        else:
+            stray.unlink()
+    if manifest.complete:
+        raise OutputError(f"{out} already holds a complete index; pass --overwrite to rebuild it, or choose "
+                          "another --out folder")
+    before = {"kind": manifest.kind, "shard_size": manifest.shard_size, **manifest.settings}
+    now = {"kind": config.kind, "shard_size": config.shard_size, **settings}
+    changed = sorted(key for key in before.keys() | now.keys() if before.get(key) != now.get(key))
+    if changed:
+        diffs = ", ".join(f"{key} {before.get(key)!r} -> {now.get(key)!r}" for key in changed)
+        raise IndexMismatchError(f"{out} holds an interrupted build with other settings ({diffs}); resume it with "
+                                 "its settings, or pass --overwrite to start again")
+    for position, shard in enumerate(manifest.shards):
+        if check_files(out, shard.files, f"shard {shard.index}") is not None:
+            manifest.shards = manifest.shards[:position]  # rebuilt from here on
+            break
+    return manifest
+
+
+def build_index(
+    passages: Iterable[Passage],
+    out: str | Path,
+    config: IndexConfig | None = None,
+    *,
+    encoder: Encoder | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> Manifest:
+    """Build (or resume building) the index of ``passages`` in folder ``out``; returns its manifest.
+
+    A dense index needs ``encoder`` (see :func:`open_encoder`); ``progress`` is told how many passages each
+    finished (or skipped) shard held.
+    """
+    out = Path(out)
+    config = config or IndexConfig()
+    manifest = _resume(out, config, index_settings(config, encoder), overwrite)
+    stream = iter(passages)
+    number = 0
+    while batch := list(itertools.islice(stream, config.shard_size)):
+        lines = passage_lines(batch)
+        digest = shard_digest(lines)
+        if number < len(manifest.shards):
+            if manifest.shards[number].digest != digest:
+                raise IndexMismatchError(
+                    f"the passages of shard {number} differ from those of the interrupted build in {out}: the input "
+                    "changed since; pass --overwrite to build from scratch")
+        else:
+            files = write_passages(out, number, lines)
+            if encoder is not None and config.kind == "dense":
+                from odqa.index.dense import write_vectors
+
+                files["vectors"] = write_vectors(out, number, encoder.encode_passages(batch))
+            manifest.shards.append(Shard(index=number, count=len(batch), digest=digest, files=files))
+            write_manifest(out, manifest)
+        if progress is not None:
+            progress(len(batch))
+        number += 1
+    if number < len(manifest.shards):
+        raise IndexMismatchError(f"the input holds fewer passages than the interrupted build in {out} already "
+                                 "indexed: it changed since; pass --overwrite to build from scratch")
+    manifest.count = sum(shard.count for shard in manifest.shards)
+    if not manifest.count:
+        raise InputError("the input holds no passages; expected JSON Lines {id, title, text}, DPR TSV, a question "
+                         "file or a crawl folder")
+    manifest.corpus_digest = hashlib.sha256("".join(s.digest for s in manifest.shards).encode()).hexdigest()
+    store = PassageStore(out, manifest.shards)
+    try:
+        if config.kind == "dense":
+            from odqa.index.dense import build_faiss
+
+            manifest.index_files = build_faiss(out, manifest, config)
+        else:
+            from odqa.index.sparse import build_bm25
+
+            manifest.index_files = build_bm25(out, store)
+    finally:
+        store.close()
+    manifest.complete = True
+    write_manifest(out, manifest)
+    return manifest

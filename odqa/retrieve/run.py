@@ -1,0 +1,143 @@
+"""``odqa retrieve`` as library functions: the top k of a corpus index for each question, as FiD JSON Lines.
+
+:func:`retrieve` ranks examples in blocks through any :class:`~odqa.retrieve.protocol.Retriever` (optionally
+followed by a :class:`~odqa.retrieve.protocol.Reranker` over the first stage's top ``depth``);
+:func:`retrieve_to_file` writes them with the same writer as refine and the resolved config beside them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from odqa.config import write_resolved
+from odqa.errors import ConfigError, InputError
+from odqa.io import CtxKey
+from odqa.pipeline import Progress, recall_ks, write_results
+from odqa.records import Example
+from odqa.refine import Refined
+from odqa.retrieve.protocol import Reranker, Retriever
+
+__all__ = ["RetrieveConfig", "RetrieveSummary", "open_retriever", "retrieve", "retrieve_to_file"]
+
+
+@dataclass(frozen=True)
+class RetrieveConfig:
+    """Which indexes to search and how: ``k`` passages per question, fused when there are several indexes.
+
+    ``depth`` passages are asked of each index (and of the reranker's first stage) before fusion cuts to
+    ``k``; ``None`` means ``k``. ``weights`` (one per index, default equal) apply to weighted fusion only.
+    """
+
+    indexes: tuple[str, ...] = ()
+    k: int = 100
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    weights: tuple[float, ...] = ()
+    rrf_k: float = 60.0
+    depth: int | None = None
+    batch_size: int = 256  # questions searched together
+    search_params: str | None = None  # FAISS search-time parameters, e.g. "nprobe=32" or "efSearch=128"
+    model: str | None = None  # only to check: must name the model the dense index was built with
+    device: str | None = None
+    ctx_key: CtxKey = "ctxs"
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k}")
+        if self.depth is not None and self.depth < self.k:
+            raise ConfigError(f"depth must be >= k={self.k}, got {self.depth}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.fusion not in ("rrf", "weighted"):
+            raise ConfigError(f"fusion {self.fusion!r} is not valid; choose one of: rrf, weighted")
+        if self.weights and len(self.weights) != len(self.indexes):
+            raise ConfigError(f"{len(self.indexes)} index(es) but {len(self.weights)} weight(s); give one weight per "
+                              "index, in the order of --index")
+        if self.ctx_key not in ("ctxs", "passages"):
+            raise ConfigError(f"ctx_key {self.ctx_key!r} is not valid; choose one of: ctxs, passages")
+
+
+def open_retriever(config: RetrieveConfig) -> Retriever:
+    """The retriever ``config`` describes: one index, or several fused."""
+    from odqa.retrieve.compose import Fused, load_retriever
+
+    if not config.indexes:
+        raise ConfigError("no index to search; pass --index indexes/NAME (repeat it to fuse several)")
+    retrievers = [load_retriever(path, model=config.model, device=config.device,
+                                 search_params=config.search_params) for path in config.indexes]
+    if len(retrievers) == 1:
+        return retrievers[0]
+    return Fused(*retrievers, fusion=config.fusion, weights=config.weights or None, rrf_k=config.rrf_k,
+                 depth=config.depth)
+
+
+def retrieve(
+    examples: Iterable[Example],
+    retriever: Retriever,
+    k: int,
+    *,
+    reranker: Reranker | None = None,
+    depth: int | None = None,
+    batch_size: int = 256,
+    progress: Progress | None = None,
+) -> Iterator[Refined]:
+    """Each example with its top ``k`` hits from ``retriever`` (reranked from the top ``depth`` when given)."""
+    first_stage = max(k, depth or 0) if reranker is not None else k
+    iterator = iter(examples)
+    while block := list(itertools.islice(iterator, batch_size)):
+        questions = [ex.question for ex in block]
+        hits = retriever.search(questions, first_stage)
+        if reranker is not None:
+            hits = reranker.rerank(questions, hits, k)
+        for example, found in zip(block, hits, strict=True):
+            yield Refined(example, found[:k])
+        if progress is not None:
+            progress(len(block))
+
+
+@dataclass(frozen=True)
+class RetrieveSummary:
+    """What :func:`retrieve_to_file` did: output, resolved config, counts, answer recall@k, time."""
+
+    output: Path
+    config_file: Path
+    config: RetrieveConfig
+    questions: int
+    answerable: int
+    recall: dict[int, float]  # answer recall@k for each k in recall_ks(config.k), answerable questions only
+    seconds: float
+
+
+def retrieve_to_file(
+    examples: Iterable[Example],
+    out: str | Path,
+    config: RetrieveConfig,
+    retriever: Retriever | None = None,
+    *,
+    reranker: Reranker | None = None,
+    progress: Progress | None = None,
+) -> RetrieveSummary:
+    """Retrieve for ``examples`` (with ``retriever``, or the one ``config`` names), write FiD JSON Lines to
+    ``out`` (``has_answer`` marked) and the resolved config beside it (``<out>.config.json``)."""
+    retriever = retriever if retriever is not None else open_retriever(config)
+    started = time.perf_counter()
+    count = 0
+
+    def ranked() -> Iterator[Refined]:
+        nonlocal count
+        for item in retrieve(examples, retriever, config.k, reranker=reranker, depth=config.depth,
+                             batch_size=config.batch_size, progress=progress):
+            count += 1
+            yield item
+        if not count:
+            raise InputError("no questions to retrieve for: the input is empty")
+
+    written = write_results(ranked(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key)
+    seconds = time.perf_counter() - started
+    config_file = write_resolved(config, out)
+    return RetrieveSummary(written.output, config_file, config, written.questions, written.answerable,
+                           written.recall, seconds)

@@ -1,0 +1,76 @@
+"""Fixtures for index and corpus-retrieval tests: a small real corpus (the shipped TimeQA slice, chunked) and a
+tiny randomly initialised encoder for the mechanics (building, resuming, checking) that need no real model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from odqa.config import ChunkConfig, EmbedConfig
+from odqa.index.build import build_index, open_encoder
+from odqa.index.config import IndexConfig
+from odqa.index.source import read_passages
+from odqa.records import Passage
+
+TIMEQA = Path(__file__).parents[2] / "odqa" / "demo" / "data" / "timeqa_hard_slice.jsonl.gz"
+
+
+@pytest.fixture(scope="session")
+def timeqa_file() -> Path:
+    """108 TimeQA hard questions over 32 Wikipedia articles (BSD-3-Clause, shipped with the demo)."""
+    return TIMEQA
+
+
+@pytest.fixture(scope="session")
+def corpus() -> list[Passage]:
+    """All 564 100-word passages of the slice's articles."""
+    return list(read_passages(TIMEQA))
+
+
+@pytest.fixture(scope="session")
+def short_corpus() -> list[Passage]:
+    """The articles cut into 30-word passages, the first 60: cheap to embed."""
+    return list(read_passages(TIMEQA, ChunkConfig(words=30)))[:60]
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
+    """A 1-layer BERT with random weights and MiniLM's tokenizer: fast, and enough for index mechanics."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_config(tiny_bert: Path) -> IndexConfig:
+    """A dense index over the tiny model, 16 passages a shard."""
+    return IndexConfig(kind="dense", shard_size=16,
+                       embed=EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, device="cpu"))
+
+
+@pytest.fixture(scope="session")
+def encoder(tiny_config: IndexConfig) -> Iterator[Any]:
+    """The tiny model's encoder, without an embedding cache (as index builds run it)."""
+    enc = open_encoder(tiny_config)
+    yield enc
+    enc.close()
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory: pytest.TempPathFactory, short_corpus: list[Passage], tiny_config: IndexConfig,
+              encoder: Any) -> Path:
+    """An uninterrupted dense build of the 60 short passages (4 shards of 16, the last of 12); do not modify it."""
+    out = tmp_path_factory.mktemp("reference") / "index"
+    build_index(short_corpus, out, tiny_config, encoder=encoder)
+    return out

@@ -1,0 +1,110 @@
+"""Hit-list fusion (pure functions), Fused, the static retriever, and the protocol every retriever satisfies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from odqa.errors import ConfigError, InputError
+from odqa.records import Hit, Passage
+from odqa.retrieve.compose import Fused, StaticRetriever, load_retriever
+from odqa.retrieve.fuse_hits import fuse_rrf, fuse_weighted
+from odqa.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
+from odqa.retrieve.protocol import Retriever
+
+
+def hits(*pairs: tuple[str, float]) -> list[Hit]:
+    return [Hit(Passage(pid, "d", "", f"text {pid}"), score) for pid, score in pairs]
+
+
+class Fixed:
+    """A ten-line fake retriever: the same ranked list for every query."""
+
+    def __init__(self, ranked: list[Hit]) -> None:
+        self.ranked = ranked
+        self.asked: list[int] = []
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        self.asked.append(k)
+        return [self.ranked[:k] for _ in queries]
+
+
+A = hits(("a", 9.0), ("b", 5.0), ("c", 1.0))
+B = hits(("c", 0.9), ("d", 0.8), ("a", 0.1))
+
+
+def test_rrf_over_hit_lists() -> None:
+    fused = fuse_rrf([A, B], k=4, rrf_k=60)
+    expected = {"a": 1 / 61 + 1 / 63, "b": 1 / 62, "c": 1 / 63 + 1 / 61, "d": 1 / 62}
+    assert [h.passage.id for h in fused] == ["a", "c", "b", "d"]  # ties keep first-seen order
+    assert [h.score for h in fused] == pytest.approx([expected[h.passage.id] for h in fused])
+    assert [h.passage.id for h in fuse_rrf([A, B], k=2)] == ["a", "c"]
+
+
+def test_hit_fusion_equals_array_fusion_when_every_list_ranks_every_passage() -> None:
+    """Over the same passages, the hit-list and score-array fusions are one definition."""
+    first, second = hits(("x", 3.0), ("y", 2.0), ("z", 1.0)), hits(("z", 0.7), ("x", 0.5), ("y", 0.1))
+    ids = ["x", "y", "z"]
+    arrays = [np.array([dict((h.passage.id, h.score) for h in lst)[i] for i in ids]) for lst in (first, second)]
+    rrf = {h.passage.id: h.score for h in fuse_rrf([first, second], k=3)}
+    assert [rrf[i] for i in ids] == pytest.approx(list(reciprocal_rank_fusion(arrays)))
+    weighted = {h.passage.id: h.score for h in fuse_weighted([first, second], [0.3, 0.7], k=3)}
+    assert [weighted[i] for i in ids] == pytest.approx(list(weighted_fusion(arrays, [0.3, 0.7])))
+
+
+def test_weighted_fusion_over_hit_lists() -> None:
+    fused = fuse_weighted([A, B], [1.0, 2.0], k=4)
+    # min-max per list: A -> a 1, b 0.5, c 0; B -> c 1, d 0.875, a 0
+    assert {h.passage.id: round(h.score, 6) for h in fused} == {"a": 1.0, "b": 0.5, "c": 2.0, "d": 1.75}
+    assert [h.passage.id for h in fused] == ["c", "d", "a", "b"]
+    with pytest.raises(ConfigError, match="2 hit lists but 1 weights"):
+        fuse_weighted([A, B], [1.0], k=3)
+
+
+def test_fused_composes_any_retrievers_and_asks_each_for_depth() -> None:
+    first, second = Fixed(A), Fixed(B)
+    fused = Fused(first, second, depth=3)
+    assert isinstance(fused, Retriever)
+    assert [[h.passage.id for h in lst] for lst in fused.search(["q1", "q2"], k=2)] == [["a", "c"], ["a", "c"]]
+    assert first.asked == second.asked == [3]
+    weighted = Fused(first, second, fusion="weighted", weights=[1.0, 2.0], depth=3)
+    assert [h.passage.id for h in weighted.search(["q"], 1)[0]] == ["c"]
+    with pytest.raises(ConfigError, match="at least two retrievers"):
+        Fused(first)
+    with pytest.raises(ConfigError, match="2 retrievers but 3 weights"):
+        Fused(first, second, weights=[1, 2, 3])
+    with pytest.raises(ConfigError, match="fusion 'max' is not valid"):
+        Fused(first, second, fusion="max")  # type: ignore[arg-type]
+
+
+def test_static_retriever_serves_a_fid_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    records = [
+        {"id": "q1", "question": "Who?", "answers": ["x"],
+         "ctxs": [{"id": "p1", "title": "T", "text": "one", "score": 2.5}, {"id": "p2", "title": "T", "text": "two"}]},
+        {"id": "q2", "question": "When?", "answers": [], "ctxs": []},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    static = load_retriever(path)
+    assert isinstance(static, StaticRetriever) and isinstance(static, Retriever)
+    found = static.search(["Who?", "When?"], k=5)
+    assert [[(h.passage.id, h.passage.text, h.score) for h in lst] for lst in found] == [
+        [("p1", "one", 2.5), ("p2", "two", -1.0)], []]
+    assert [h.passage.id for h in static.lookup(["q1"], k=1)[0]] == ["p1"]
+    with pytest.raises(InputError, match=r"question 'Where\?' is not in .*run\.jsonl; a static retriever serves only"):
+        static.search(["Where?"], 1)
+    with pytest.raises(InputError, match="question id 'q9'"):
+        static.lookup(["q9"], 1)
+
+
+def test_index_modules_import_neither_torch_nor_faiss() -> None:
+    code = ("import sys, odqa.retrieve.protocol, odqa.retrieve.compose, odqa.index.build, odqa.cli; "
+            "print(sorted(m for m in ('torch', 'faiss', 'bm25s', 'sentence_transformers') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
