@@ -11,16 +11,22 @@ from odqa.errors import (
     CrawlError,
     DependencyError,
     FormatError,
+    IndexFormatError,
+    IndexMismatchError,
     InputError,
     ModelError,
     OdqaError,
     OutputError,
 )
+from odqa.index.build import build_index
+from odqa.index.config import IndexConfig
 from odqa.inputs import load_examples
 from odqa.pipeline import RefineSummary, refine_to_file
 from odqa.records import Document, Example, Hit, Page, Passage
 from odqa.refine import Refined, refine
+from odqa.retrieve.compose import Fused, StaticRetriever, load_retriever
 from odqa.retrieve.protocol import Reranker, Retriever
+from odqa.retrieve.run import RetrieveConfig, RetrieveSummary, retrieve_to_file
 
 __all__ = [
     "ChunkConfig",
@@ -32,8 +38,12 @@ __all__ = [
     "Encoder",
     "Example",
     "FormatError",
+    "Fused",
     "Hit",
     "HybridConfig",
+    "IndexConfig",
+    "IndexFormatError",
+    "IndexMismatchError",
     "InputError",
     "ModelError",
     "OdqaError",
@@ -44,11 +54,17 @@ __all__ = [
     "RefineSummary",
     "Refined",
     "Reranker",
+    "RetrieveConfig",
+    "RetrieveSummary",
     "Retriever",
+    "StaticRetriever",
     "__version__",
+    "build_index",
     "chunk",
     "chunk_document",
     "load_examples",
+    "load_retriever",
     "refine",
     "refine_to_file",
+    "retrieve_to_file",
 ]

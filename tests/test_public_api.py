@@ -27,8 +27,12 @@ HOMES = {
     "Encoder": "odqa.embed.encoder",
     "Example": "odqa.records",
     "FormatError": "odqa.errors",
+    "Fused": "odqa.retrieve.compose",
     "Hit": "odqa.records",
     "HybridConfig": "odqa.config",
+    "IndexConfig": "odqa.index.config",
+    "IndexFormatError": "odqa.errors",
+    "IndexMismatchError": "odqa.errors",
     "InputError": "odqa.errors",
     "ModelError": "odqa.errors",
     "OdqaError": "odqa.errors",
@@ -39,22 +43,32 @@ HOMES = {
     "RefineSummary": "odqa.pipeline",
     "Refined": "odqa.refine",
     "Reranker": "odqa.retrieve.protocol",
+    "RetrieveConfig": "odqa.retrieve.run",
+    "RetrieveSummary": "odqa.retrieve.run",
     "Retriever": "odqa.retrieve.protocol",
+    "StaticRetriever": "odqa.retrieve.compose",
     "__version__": "odqa._version",
+    "build_index": "odqa.index.build",
     "chunk": "odqa.chunk",
     "chunk_document": "odqa.chunk",
     "load_examples": "odqa.inputs",
+    "load_retriever": "odqa.retrieve.compose",
     "refine": "odqa.refine",
     "refine_to_file": "odqa.pipeline",
+    "retrieve_to_file": "odqa.retrieve.run",
 }
-RECORDS = {"Document", "Example", "Hit", "Page", "Passage", "Refined", "RefineSummary"}
-CONFIGS = {"ChunkConfig", "EmbedConfig", "HybridConfig", "RefineConfig"}
+RECORDS = {"Document", "Example", "Hit", "Page", "Passage", "Refined", "RefineSummary", "RetrieveSummary"}
+CONFIGS = {"ChunkConfig", "EmbedConfig", "HybridConfig", "IndexConfig", "RefineConfig", "RetrieveConfig"}
+RETRIEVERS = {"Fused", "StaticRetriever"}  # retrievers a user builds by wrapping (load_retriever opens indexes)
 FUNCTIONS = {  # name -> its leading parameters, the calling convention users rely on
     "chunk": ["docs", "config"],
     "chunk_document": ["doc", "config"],
     "load_examples": ["path"],
     "refine": ["examples", "config", "encoder"],
     "refine_to_file": ["examples", "out", "config", "encoder"],
+    "build_index": ["passages", "out", "config"],
+    "load_retriever": ["path"],
+    "retrieve_to_file": ["examples", "out", "config", "retriever"],
 }
 
 
@@ -75,11 +89,12 @@ def test_each_name_is_the_object_defined_in_its_home_module(name: str) -> None:
 
 def test_each_name_is_the_kind_it_claims() -> None:
     errors = {name for name in HOMES if name.endswith("Error")}
-    assert errors == {"ConfigError", "CrawlError", "DependencyError", "FormatError", "InputError", "ModelError",
-                      "OdqaError", "OutputError"}
+    assert errors == {"ConfigError", "CrawlError", "DependencyError", "FormatError", "IndexFormatError",
+                      "IndexMismatchError", "InputError", "ModelError", "OdqaError", "OutputError"}
     for name in errors:
         assert issubclass(getattr(odqa, name), odqa.OdqaError) and issubclass(odqa.OdqaError, Exception)
-    assert issubclass(odqa.FormatError, odqa.InputError)
+    assert issubclass(odqa.FormatError, odqa.InputError) and issubclass(odqa.IndexFormatError, odqa.InputError)
+    assert issubclass(odqa.IndexMismatchError, odqa.ConfigError)
     for name in RECORDS | CONFIGS:
         cls = getattr(odqa, name)
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
@@ -90,8 +105,11 @@ def test_each_name_is_the_kind_it_claims() -> None:
         protocol = getattr(odqa, name)
         assert Protocol in protocol.__mro__ and getattr(protocol, "_is_runtime_protocol", False), name
     assert inspect.isclass(odqa.Encoder) and callable(odqa.Encoder.encode_queries)
+    for name in RETRIEVERS:
+        assert inspect.isclass(getattr(odqa, name)) and callable(getattr(odqa, name).search), name
     assert odqa.__version__ == importlib.metadata.version("odqa")
-    covered = errors | RECORDS | CONFIGS | set(FUNCTIONS) | {"Retriever", "Reranker", "Encoder", "__version__"}
+    covered = errors | RECORDS | CONFIGS | RETRIEVERS | set(FUNCTIONS) | {"Retriever", "Reranker", "Encoder",
+                                                                        "__version__"}
     assert covered == set(HOMES)
 
 
