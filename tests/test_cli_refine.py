@@ -212,3 +212,21 @@ def test_repeated_articles_give_distinct_passages(tmp_path: Path) -> None:
     assert len(ctxs) == len({c["text"] for c in ctxs}) == 4
     assert {c["id"] for c in ctxs} == {"a:0", "a:1", "a:2", "b"}
     assert re.search(r"repeated passages dropped\s*│\s*3\s*│", result.output)
+
+
+def test_crawl_folder_with_one_article_stored_twice_gives_each_passage_once(tmp_path: Path) -> None:
+    from odqa.crawl.store import CrawlStore, PageRow, ResultRow
+    from odqa.records import Example
+
+    article = " ".join(f"word{i}" for i in range(1600))  # 16 passages
+    urls = ["https://en.wikipedia.org/wiki/Geneva", "https://mirror.example/geneva"]
+    with CrawlStore(tmp_path / "run" / "crawl.sqlite") as store:
+        store.add_questions([(Example(id="q1", question="word5 word1500"), {"id": "q1", "question": "word5 word1500"})])
+        store.save_lookup("q1", "html", [ResultRow(url, rank, "Geneva") for rank, url in enumerate(urls)],
+                          pages=[PageRow(url, "ok", title="Geneva", text=article) for url in urls])
+    out = tmp_path / "o.jsonl"
+    result = runner.invoke(app, ["refine", str(tmp_path / "run"), "--out", str(out), "--scorer", "bm25", "--k", "100"])
+    assert result.exit_code == 0, result.output
+    ctxs = json.loads(out.read_text())["ctxs"]
+    assert len(ctxs) == len({c["text"] for c in ctxs}) == 16
+    assert len({c["id"].rsplit(":", 1)[0] for c in ctxs}) == 1  # all from the first-ranked copy
