@@ -70,7 +70,7 @@ def with_distractors(examples: list[Example], docs: dict[str, Document], n: int,
 
 def evaluate(examples: list[Example], config: RefineConfig, encoder: Encoder) -> dict[str, dict[int, float]]:
     flags: dict[str, list[list[bool]]] = {"all": [], "half0": [], "half1": []}
-    for item in refine(examples, config, encoder):
+    for item in refine(examples, replace(config, embed=encoder.config), encoder):
         marks = [has_answer(h.passage.text, item.example.answers) for h in item.hits]
         flags["all"].append(marks)
         flags[f"half{half((item.example.ctxs or ())[0].id)}"].append(marks)
