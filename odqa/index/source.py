@@ -3,11 +3,12 @@
 - JSON Lines (or a JSON array) of passages ``{id, doc_id?, title?, text}``;
 - DPR TSV ``id\\ttext\\ttitle`` (``.tsv``, optionally gzipped), with or without the header row;
 - any question file odqa loads, or an ``odqa crawl`` folder: each question's candidates chunked as refine chunks
-  them, each distinct passage id once (questions about one subject share their articles).
+  them, each passage id and each passage text once (questions about one subject share their articles).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -40,11 +41,16 @@ def _passage(obj: Mapping[str, Any], path: Path, line: int | None) -> Passage:
 def _from_questions(path: Path, config: ChunkConfig) -> Iterator[Passage]:
     from odqa.inputs import load_examples
 
-    seen: set[str] = set()  # a dataset's corpus is small; its questions repeat their articles
+    # Questions repeat their articles (and a crawl may hold one page under two URLs): each passage id, and each
+    # passage text (refine's rule, odqa.refine.distinct_passages), is indexed once. Such corpora are small.
+    seen_ids: set[str] = set()
+    seen_texts: set[bytes] = set()
     for example in load_examples(path):
         for passage in chunk(example.ctxs or (), config):
-            if passage.id not in seen:
-                seen.add(passage.id)
+            text = hashlib.blake2b(passage.text.encode(), digest_size=16).digest()
+            if passage.id not in seen_ids and text not in seen_texts:
+                seen_ids.add(passage.id)
+                seen_texts.add(text)
                 yield passage
 
 

@@ -46,6 +46,8 @@ class RetrieveConfig:
     ctx_key: CtxKey = "ctxs"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "indexes", tuple(str(path) for path in self.indexes))  # YAML gives lists
+        object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
         if self.k < 1:
             raise ConfigError(f"k must be >= 1, got {self.k}")
         if self.depth is not None and self.depth < self.k:

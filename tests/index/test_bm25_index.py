@@ -16,6 +16,7 @@ from odqa.index.sparse import K1, B, bm25_text
 from odqa.records import Example, Passage
 from odqa.retrieve.bm25 import bm25_scores
 from odqa.retrieve.compose import load_retriever
+from odqa.retrieve.protocol import Retriever
 from odqa.retrieve.sparse import BM25Retriever
 from odqa.retrieve.tokenize import tokenize
 
@@ -70,7 +71,7 @@ def test_single_terms_agree_with_rank_bm25_okapi(bm25_index: Path, corpus: list[
 
 def test_no_shared_term_no_hits_and_k_beyond_the_corpus(bm25_index: Path, corpus: list[Passage]) -> None:
     retriever = load_retriever(bm25_index)
-    assert isinstance(retriever, BM25Retriever)
+    assert isinstance(retriever, BM25Retriever) and isinstance(retriever, Retriever)
     assert retriever.search(["zzyzx qwerty", "", "the of"], k=5) == [[], [], []]
     assert len(retriever.search(["Pakistan football"], k=10_000)[0]) <= len(corpus)
     assert retriever.search([], k=3) == []

@@ -108,3 +108,12 @@ def test_index_modules_import_neither_torch_nor_faiss() -> None:
             "print(sorted(m for m in ('torch', 'faiss', 'bm25s', 'sentence_transformers') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("name", "cls"), [("index.yaml", "IndexConfig"), ("retrieve.yaml", "RetrieveConfig")])
+def test_shipped_yaml_spells_out_the_defaults(name: str, cls: str) -> None:
+    import odqa
+    from odqa.config import load_config
+
+    config_cls = getattr(odqa, cls)
+    assert load_config(config_cls, Path(__file__).parents[2] / "configs" / name) == config_cls()

@@ -51,3 +51,19 @@ def test_empty_or_missing_input_fails_before_any_work(tmp_path: Path) -> None:
         open_passages(empty)
     with pytest.raises(InputError, match="no such file"):
         open_passages(tmp_path / "missing.jsonl")
+
+
+def test_a_crawl_folder_gives_each_passage_once(tmp_path: Path) -> None:
+    from odqa.crawl.store import CrawlStore, PageRow, ResultRow
+    from odqa.records import Example
+
+    article = " ".join(f"word{i}" for i in range(250))  # 3 passages
+    urls = ["https://en.wikipedia.org/wiki/Geneva", "https://mirror.example/geneva"]  # one page, two URLs
+    with CrawlStore(tmp_path / "run" / "crawl.sqlite") as store:
+        for qid in ("q1", "q2"):  # two questions sharing the page
+            store.add_questions([(Example(id=qid, question="Geneva?"), {"id": qid, "question": "Geneva?"})])
+            store.save_lookup(qid, "html", [ResultRow(url, rank, "Geneva") for rank, url in enumerate(urls)],
+                              pages=[PageRow(url, "ok", title="Geneva", text=article) for url in urls])
+    passages = list(read_passages(tmp_path / "run"))
+    assert [len(p.text.split()) for p in passages] == [100, 100, 50]
+    assert len({p.doc_id for p in passages}) == 1 and all(p.title == "Geneva" for p in passages)
