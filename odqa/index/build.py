@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odqa.errors import IndexMismatchError, InputError, OutputError
+from odqa.errors import ConfigError, IndexMismatchError, InputError, OutputError
 from odqa.index.config import IndexConfig
 from odqa.index.manifest import MANIFEST, Manifest, Shard, check_files, read_manifest, write_manifest
 from odqa.index.store import PassageStore, passage_lines, shard_digest, write_passages
@@ -47,7 +47,8 @@ def index_settings(config: IndexConfig, encoder: Encoder | None) -> dict[str, An
 
         return bm25_settings()
     if encoder is None:
-        raise TypeError("a dense index needs an encoder")
+        raise ConfigError("a dense index needs an encoder: build_index(passages, out, config, "
+                          "encoder=open_encoder(config))")
     from odqa.index.dense import dense_settings
 
     return dense_settings(config, encoder)

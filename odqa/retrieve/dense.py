@@ -36,7 +36,8 @@ def query_config(settings: dict[str, Any], model: str | None = None, **options: 
             f"(leave --model out), or build an index with {model!r}")
     explicit = {} if built in PRESETS else {"pooling": settings["pooling"], "normalize": settings["normalize"]}
     chosen = {key: value for key, value in options.items() if value is not None}
-    return EmbedConfig(model=built, precision=settings["precision"], cache_dir="", **explicit, **chosen)
+    return EmbedConfig(model=built, precision=settings["precision"], query_prompt=settings["query_prefix"],
+                       passage_prompt=settings["passage_prefix"], cache_dir="", **explicit, **chosen)
 
 
 def _check_encoder(folder: Path, settings: dict[str, Any], encoder: Encoder) -> None:

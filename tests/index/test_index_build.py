@@ -18,7 +18,7 @@ import pytest
 
 from odqa.embed import passage_text
 from odqa.errors import ConfigError, IndexMismatchError, OutputError
-from odqa.index.build import build_index
+from odqa.index.build import build_index, open_encoder
 from odqa.index.config import IndexConfig
 from odqa.index.manifest import read_manifest, write_manifest
 from odqa.records import Passage
@@ -195,3 +195,35 @@ def test_load_retriever_opens_a_dense_index_with_its_own_model(reference: Path, 
     assert isinstance(retriever, DenseRetriever) and isinstance(retriever, Retriever)
     assert retriever.search([passage_text(short_corpus[3])], 1)[0][0].passage == short_corpus[3]
     assert json.loads((reference / "manifest.json").read_text())["complete"] is True
+
+
+def test_build_memory_does_not_grow_with_the_corpus(tmp_path: Path, tiny_config: IndexConfig, encoder: Any) -> None:
+    """Python-side peak memory (numpy included) of a streamed build: 8x the passages, about the same peak (held in
+    memory, the extra 448 passages alone would add about 0.6 MB to a peak of about 1.2 MB)."""
+    import tracemalloc
+
+    def generated(count: int) -> Iterator[Passage]:
+        for i in range(count):
+            yield Passage(f"p{i}", f"d{i // 10}", f"Title {i // 10}", f"passage {i} " + "lorem ipsum dolor " * 60)
+
+    peaks = []
+    for count in (64, 512):
+        build_index(generated(8), tmp_path / f"warm{count}", tiny_config, encoder=encoder)  # first-call allocations
+        tracemalloc.start()
+        build_index(generated(count), tmp_path / f"n{count}", tiny_config, encoder=encoder)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] < 1.3 * peaks[0], peaks
+
+
+def test_queries_use_the_prompts_the_index_was_built_with(tmp_path: Path, tiny_config: IndexConfig,
+                                                          short_corpus: list[Passage]) -> None:
+    config = dataclasses.replace(tiny_config, embed=dataclasses.replace(tiny_config.embed, query_prompt="query: ",
+                                                                         passage_prompt="passage: "))
+    with open_encoder(config) as encoder:
+        build_index(short_corpus[:8], tmp_path / "index", config, encoder=encoder)
+    retriever = load_retriever(tmp_path / "index", device="cpu")
+    assert isinstance(retriever, DenseRetriever)
+    assert (retriever.encoder.preset.query_prefix, retriever.encoder.preset.passage_prefix) == ("query: ", "passage: ")
+    with pytest.raises(ConfigError, match=r"needs an encoder: build_index\(passages, out, config, encoder="):
+        build_index(short_corpus[:8], tmp_path / "other", config)
