@@ -19,6 +19,7 @@ from odqa.errors import FormatError, InputError, OutputError
 from odqa.records import Document, Example, Hit, Passage
 
 __all__ = [
+    "ID_KEYS",
     "atomic_write",
     "example_from_dict",
     "example_to_fid",
@@ -29,6 +30,7 @@ __all__ = [
     "read_json_or_jsonl",
     "read_jsonl",
     "reading",
+    "require_file",
     "text_lines",
     "write_dpr_tsv",
     "write_fid",
@@ -37,13 +39,25 @@ __all__ = [
 
 CtxKey = Literal["ctxs", "passages"]
 
+#: Keys that hold a question's id, in the order they are looked up (odqa/FiD, HotpotQA-style, JEMHopQA, TimeQA,
+#: HybridQA), for question records and prediction records alike.
+ID_KEYS = ("id", "_id", "qid", "idx", "question_id")
+
+
+def require_file(path: str | Path, what: str | None = None) -> Path:
+    """``path`` as a Path when it names something readable that is not a folder (a file, a pipe); else an
+    :class:`InputError` saying which, and ``what`` the user should give instead."""
+    path = Path(path)
+    give = f"; give {what}" if what else ""
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a file{give}")
+    if not path.exists():
+        raise InputError(f"{path}: no such file{give}")
+    return path
+
 
 def _open_binary(path: str | Path) -> BinaryIO:
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a folder; expected a file")
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    path = require_file(path)
     try:
         if path.suffix in {".gz", ".gzip"}:
             return cast(BinaryIO, gzip.open(path, "rb"))
@@ -206,7 +220,7 @@ def example_from_dict(
     question = obj.get("question")
     if not isinstance(question, str):
         raise FormatError("record has no 'question' string", path=path, line=line)
-    qid = next((obj[k] for k in ("id", "_id", "qid", "idx", "question_id") if obj.get(k) not in (None, "")), None)
+    qid = next((obj[k] for k in ID_KEYS if obj.get(k) not in (None, "")), None)
     example_id = str(qid) if qid is not None else str(index)
     answers = _answers_of(obj, path, line)
     raw_ctxs = obj.get("ctxs", obj.get("passages"))
@@ -215,8 +229,8 @@ def example_from_dict(
         if not isinstance(raw_ctxs, list):
             raise FormatError(f"'ctxs'/'passages' must be a list, got {type(raw_ctxs).__name__}", path=path, line=line)
         ctxs = tuple(_ctx_to_document(c, i, example_id, (path, line)) for i, c in enumerate(raw_ctxs))
-    known = {"id", "_id", "qid", "idx", "question_id", "question", "answers", "answer", "target", "targets",
-             "text_answers", "subject", "ctxs", "passages"}
+    known = {*ID_KEYS, "question", "answers", "answer", "target", "targets", "text_answers", "subject", "ctxs",
+             "passages"}
     given_meta = obj.get("meta") or {}
     if not isinstance(given_meta, Mapping):
         raise FormatError(f"'meta' must be an object, got {type(given_meta).__name__}", path=path, line=line)

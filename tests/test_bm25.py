@@ -79,3 +79,7 @@ def test_unspaced_text_becomes_character_bigrams_within_spaces() -> None:
     assert tokenize("東京タワーはTokyo Tower") == (
         "東京", "京タ", "タワ", "ワー", "ーは", "はt", "to", "ok", "ky", "yo", "to", "ow", "we", "er"
     )
+
+
+def test_one_stopword_list_holds_every_function_word() -> None:
+    assert tokenize("whose house") == ("hous",)  # "whose": the HybridQA linker's list had it, ours did not

@@ -196,7 +196,7 @@ def test_unreadable_inputs_are_one_line_errors(data_dir: Path, tmp_path: Path) -
     corrupt = tmp_path / "pred.jsonl.gz"
     corrupt.write_bytes(gzip.compress(b'{"id": "a", "prediction": "x"}\n' * 100)[:40])
     assert "corrupt or truncated gzip data" in _one_error_line(corrupt, gold, "-d", "complex-tr")
-    assert "is a folder, not a prediction file" in _one_error_line(tmp_path, gold, "-d", "complex-tr")
+    assert "is a folder, not a file; give the prediction file" in _one_error_line(tmp_path, gold, "-d", "complex-tr")
     assert "is a folder, not a file; give the FiD file" in _one_error_line(tmp_path)
     empty_gold = tmp_path / "gold.jsonl"
     empty_gold.write_text("\n", encoding="utf-8")
@@ -210,7 +210,7 @@ def test_unreadable_inputs_are_one_line_errors(data_dir: Path, tmp_path: Path) -
 def test_missing_and_malformed_prediction_files(data_dir: Path, tmp_path: Path) -> None:
     gold = data_dir / "complex_tr" / "reasonqa.jsonl"
     code, _, stderr = _eval(tmp_path / "nope.jsonl", gold, "-d", "complex-tr")
-    assert code == 1 and "InputError" in stderr and "no such prediction file" in stderr
+    assert code == 1 and "InputError" in stderr and "no such file; give the prediction file" in stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "prediction": "x"}\n{"id": "b", "prediction": \n', encoding="utf-8")
     code, _, stderr = _eval(bad, gold, "-d", "complex-tr")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -151,3 +152,55 @@ def test_dpr_tsv_nul_byte_is_a_format_error(tmp_path: Path) -> None:
     path.write_text("id\ttext\ttitle\n1\tfine\tA\n2\tbro\x00ken\tB\n")
     with pytest.raises(FormatError, match=r"psgs\.tsv:3: NUL byte"):
         list(read_dpr_tsv(path))
+
+
+@pytest.mark.parametrize("key", ["id", "_id", "qid", "idx", "question_id"])
+def test_one_list_of_id_keys_for_questions_and_predictions(tmp_path: Path, key: str) -> None:
+    from odqa.evaluate.predictions import read_predictions
+    from odqa.io import ID_KEYS
+
+    assert key in ID_KEYS
+    assert example_from_dict({key: "q7", "question": "Who?"}).id == "q7"
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps([{key: "q7", "prediction": "Anna"}]), encoding="utf-8")
+    assert read_predictions(path) == {"q7": "Anna"}
+
+
+def test_require_file_says_folder_or_missing_and_what_to_give(tmp_path: Path) -> None:
+    from odqa.evaluate.predictions import read_predictions
+    from odqa.io import require_file
+
+    file = tmp_path / "q.jsonl"
+    file.write_text("{}\n", encoding="utf-8")
+    assert require_file(str(file), "the questions") == file
+    with pytest.raises(InputError, match=f"^{tmp_path} is a folder, not a file; give the questions$"):
+        require_file(tmp_path, "the questions")
+    with pytest.raises(InputError, match=f"^{tmp_path}/none.jsonl: no such file; give the questions$"):
+        require_file(tmp_path / "none.jsonl", "the questions")
+    with pytest.raises(InputError, match=f"^{tmp_path} is a folder, not a file$"):
+        list(read_jsonl(tmp_path))
+    with pytest.raises(InputError, match=f"^{tmp_path} is a folder, not a file; give the prediction file"):
+        read_predictions(tmp_path)
+    with pytest.raises(InputError, match=f"^{tmp_path}/none.json: no such file; give the prediction file"):
+        read_predictions(tmp_path / "none.json")
+
+
+def test_a_named_pipe_is_read_like_a_file(tmp_path: Path) -> None:
+    """`odqa refine <(zcat q.jsonl.gz)` hands over a pipe, which is not a regular file but can be read."""
+    import threading
+
+    fifo = tmp_path / "q.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with contextlib.suppress(BrokenPipeError), fifo.open("w", encoding="utf-8") as fh:
+            fh.write('{"question": "Who?"}\n')
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        assert [obj for _, obj in read_jsonl(fifo)] == [{"question": "Who?"}]
+    finally:
+        if writer.is_alive():  # the reader failed before opening the pipe: open it so the writer can finish
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=10)

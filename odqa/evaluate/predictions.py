@@ -21,20 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from odqa.errors import FormatError, InputError
-from odqa.io import open_text, read_jsonl, reading
+from odqa.io import ID_KEYS, open_text, read_jsonl, reading, require_file
 
 __all__ = ["read_predictions"]
 
-_ID_KEYS = ("id", "_id", "question_id", "qid")
 _VALUE_KEYS = ("prediction", "pred", "prediction_text", "generation")
 _SHAPES = ('accepted: JSON Lines of {"id": ..., "prediction": ...}, a JSON object {id: answer}, FiD '
            "id<TAB>answer lines, or the dataset's official prediction format (see docs/metrics.md)")
 
 
 def _record_value(obj: Mapping[str, Any], path: Path, line: int | None) -> tuple[str, object]:
-    id_key = next((k for k in _ID_KEYS if k in obj), None)
+    id_key = next((k for k in ID_KEYS if k in obj), None)
     if id_key is None:
-        raise FormatError(f"prediction record has no id (one of {', '.join(_ID_KEYS)}); keys: {sorted(obj)}",
+        raise FormatError(f"prediction record has no id (one of {', '.join(ID_KEYS)}); keys: {sorted(obj)}",
                           path=path, line=line)
     value_key = next((k for k in _VALUE_KEYS if k in obj), None)
     if value_key is not None:
@@ -57,7 +56,7 @@ def _from_records(records: Iterable[tuple[int | None, Any]], path: Path) -> dict
 
 
 def _is_record(obj: Mapping[str, Any]) -> bool:
-    return any(k in obj for k in _ID_KEYS) and any(k in obj for k in (*_VALUE_KEYS, "answer"))
+    return any(k in obj for k in ID_KEYS) and any(k in obj for k in (*_VALUE_KEYS, "answer"))
 
 
 def _from_object(obj: dict[str, Any], path: Path) -> dict[str, object]:
@@ -114,11 +113,7 @@ def _from_tsv(text: str, path: Path) -> dict[str, object]:
 
 def read_predictions(path: str | Path) -> dict[str, object]:
     """``{question id: prediction}`` from any accepted shape; a bad file raises with its line number."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a folder, not a prediction file; give the file your reader wrote")
-    if not path.is_file():
-        raise InputError(f"{path}: no such prediction file; give the file your reader wrote")
+    path = require_file(path, "the prediction file your reader wrote")
     with open_text(path) as fh, reading(path):
         text = fh.read()
     if not text.strip():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, get_args
 
 from odqa.errors import ConfigError, InputError
@@ -49,15 +48,6 @@ class EvalConfig:
             raise ConfigError(f"sudachi dictionary {self.sudachi_dict!r} is not valid; choose full or core")
 
 
-def _check_file(path: str, what: str) -> None:
-    """A missing path or a folder, said before any reader opens it; ``what`` names the file expected."""
-    where = Path(path)
-    if where.is_dir():
-        raise InputError(f"{path} is a folder, not a file; give {what}")
-    if not where.exists():
-        raise InputError(f"{path}: no such file; give {what}")
-
-
 def _gold_examples(examples: Iterable[Example], path: str, dataset: str) -> list[Example]:
     golds = list(examples)
     if not golds:
@@ -68,15 +58,15 @@ def _gold_examples(examples: Iterable[Example], path: str, dataset: str) -> list
 def run_eval(config: EvalConfig) -> dict[str, object]:
     """The dataset's metrics, with the official script's key names and nesting."""
     from odqa.evaluate.predictions import read_predictions
-    from odqa.io import read_fid
+    from odqa.io import read_fid, require_file
 
     if config.gold is None:
         from odqa.evaluate.retrieval import evaluate_retrieval
 
-        _check_file(config.predictions, "the FiD file (JSON Lines with ctxs) whose passages are scored")
+        require_file(config.predictions, "the FiD file (JSON Lines with ctxs) whose passages are scored")
         return evaluate_retrieval(read_fid(config.predictions), config.ks, use_flags=config.use_file_flags)
     gold, skip, name = config.gold, config.ignore_missing, config.dataset
-    _check_file(gold, f"the {name} gold file itself (GOLD, after PRED)")
+    require_file(gold, f"the {name} gold file itself (GOLD, after PRED)")
     predictions = read_predictions(config.predictions)
     if config.dataset == "complex-tr":
         from odqa.datasets.complex_tr import load_complex_tr

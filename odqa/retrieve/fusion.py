@@ -47,7 +47,11 @@ def reciprocal_rank_fusion(scores: Sequence[np.ndarray], k: float = 60.0) -> np.
     return total
 
 
-def top_k(passages: Sequence[Passage], scores: np.ndarray, k: int) -> list[Hit]:
-    """The ``k`` best passages, best first; ties keep the input order (so results are deterministic)."""
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:k]
-    return [Hit(passages[i], float(scores[i])) for i in order]
+def top_k(passages: Sequence[Passage], scores: np.ndarray | Sequence[float], k: int) -> list[Hit]:
+    """The ``k`` best passages, best first; ties keep the input order (so results are deterministic).
+
+    odqa's one top-k rule: rank with it rather than sorting by hand.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-values, kind="stable")[:k]
+    return [Hit(passages[i], float(values[i])) for i in order]

@@ -20,6 +20,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SEGMENT = re.compile(r"[^\s\u200b]+")  # bigrams stay within what spaces and zero-width spaces separate
 
 # A short list of English function words; kept small so content words like "first" or "after" still count.
+# odqa's one English stopword list: other modules import it rather than keep their own.
 STOPWORDS = frozenset(
     {
         "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against",
@@ -29,7 +30,7 @@ STOPWORDS = frozenset(
         "too", "very", "s", "t", "can", "will", "just", "don", "should", "now", "is", "are", "was", "were",
         "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "i", "me", "my",
         "we", "our", "you", "your", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their",
-        "what", "which", "who", "whom", "this", "that", "these", "those", "am", "as", "until", "while",
+        "what", "which", "who", "whom", "whose", "this", "that", "these", "those", "am", "as", "until", "while",
     }
 )
 
