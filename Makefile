@@ -1,5 +1,11 @@
 # The two commands of the README. Both set up .venv first (idempotent, offline-capable).
+# `make test` is also what CI runs (.ci/run): the tests, then ruff and mypy; the first failure fails it.
 .PHONY: setup demo test lint
+
+define lint_commands
+.venv/bin/ruff check odqa tests bench
+.venv/bin/mypy odqa
+endef
 
 setup:
 	bash scripts/setup.sh
@@ -9,7 +15,7 @@ demo: setup
 
 test: setup
 	HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q
+	$(lint_commands)
 
-lint:
-	.venv/bin/ruff check odqa tests bench
-	.venv/bin/mypy odqa
+lint: setup
+	$(lint_commands)

@@ -1,0 +1,28 @@
+"""CI runs exactly the README's test command, and that command runs the tests, ruff and mypy."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+    assert commands[-1] == "make test" and "make test " in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_make_test_runs_the_tests_then_ruff_and_mypy() -> None:
+    make = shutil.which("make")
+    assert make is not None
+    dry = subprocess.run([make, "-n", "-C", str(ROOT), "--no-print-directory", "test"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert dry == [
+        "bash scripts/setup.sh",
+        "HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q",
+        ".venv/bin/ruff check odqa tests bench",
+        ".venv/bin/mypy odqa",
+    ]
