@@ -166,3 +166,16 @@ def test_a_tokenizer_without_padding_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="no padding token"):
         ReaderCollator(OverlapRetriever(), NoPad())
+
+
+def test_batches_from_a_fid_file_through_load_retriever(tokenizer: Any) -> None:
+    from odqa import load_examples, load_retriever
+
+    path = Path(__file__).parents[1] / "examples" / "data" / "timeqa_bm25_top5.jsonl"
+    examples = list(load_examples(path))[:3]
+    data = RetrievalDataset(examples, load_retriever(path), tokenizer, ReaderFormat(n_passages=4))
+    batch = next(iter(DataLoader(data, batch_size=3, collate_fn=data.collate)))
+    assert batch.input_ids.shape[:2] == (3, 4)
+    assert [[h.passage.text for h in row] for row in batch.hits] == \
+        [[doc.text for doc in (ex.ctxs or ())][:4] for ex in examples]
+    assert batch.passage_mask.all()
