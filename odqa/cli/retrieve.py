@@ -37,6 +37,11 @@ def retrieve_command(
     model: Annotated[str | None, typer.Option(
         help="Checked against the dense index's model (queries always use the model it was built with).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, ... for the query encoder (default auto).")] = None,
+    rerank: Annotated[str | None, typer.Option(
+        metavar="MODEL", help="Cross-encoder (hub id or local path) that reranks the first stage's top N.")] = None,
+    rerank_top: Annotated[int | None, typer.Option(
+        metavar="N", help="Passages reranked per question (default 100); the rest follow in first-stage order.")
+                          ] = None,
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/retrieve.yaml).")] = None,
@@ -50,6 +55,7 @@ def retrieve_command(
         indexes=tuple(str(p) for p in index) if index else None, k=k, fusion=fuse,
         weights=tuple(weight) if weight else None, depth=depth, batch_size=batch_size, search_params=search_params,
         model=model, device=device, ctx_key="passages" if atlas else None,
+        **{"rerank.model": rerank, "rerank.top_n": rerank_top},
     )
     _print_summary(_run(source, out, cfg))
 
@@ -79,6 +85,8 @@ def _print_summary(summary: RetrieveSummary) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row("questions", f"{summary.questions:,}")
+    if cfg.rerank.model is not None:
+        table.add_row("reranked", f"top {cfg.rerank.top_n} by {cfg.rerank.model}")
     table.add_row("time", f"{summary.seconds:.1f} s ({summary.questions / max(summary.seconds, 1e-9):.1f} "
                           "questions/s)")
     for cutoff, value in summary.recall.items():

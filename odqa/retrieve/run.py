@@ -1,8 +1,8 @@
 """``odqa retrieve`` as library functions: the top k of a corpus index for each question, as FiD JSON Lines.
 
-:func:`retrieve` ranks examples in blocks through any :class:`~odqa.retrieve.protocol.Retriever` (optionally
-followed by a :class:`~odqa.retrieve.protocol.Reranker` over the first stage's top ``depth``);
-:func:`retrieve_to_file` writes them with the same writer as refine and the resolved config beside them.
+:func:`retrieve` ranks examples in blocks through any :class:`~odqa.retrieve.protocol.Retriever` (a reranked one
+is :class:`~odqa.retrieve.rerank.Reranked`, which :func:`open_retriever` builds when ``config.rerank`` names a
+model); :func:`retrieve_to_file` writes them with the same writer as refine and the resolved config beside them.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from odqa.config import write_resolved
+from odqa.config import RerankConfig, write_resolved
 from odqa.errors import ConfigError, InputError
 from odqa.io import CtxKey
 from odqa.pipeline import Progress, recall_ks, write_results
 from odqa.records import Example
 from odqa.refine import Refined
-from odqa.retrieve.protocol import Reranker, Retriever
+from odqa.retrieve.protocol import Retriever
 
 __all__ = ["RetrieveConfig", "RetrieveSummary", "open_retriever", "retrieve", "retrieve_to_file"]
 
@@ -29,8 +29,9 @@ __all__ = ["RetrieveConfig", "RetrieveSummary", "open_retriever", "retrieve", "r
 class RetrieveConfig:
     """Which indexes to search and how: ``k`` passages per question, fused when there are several indexes.
 
-    ``depth`` passages are asked of each index (and of the reranker's first stage) before fusion cuts to
-    ``k``; ``None`` means ``k``. ``weights`` (one per index, default equal) apply to weighted fusion only.
+    ``depth`` passages are asked of each index before fusion cuts to ``k``; ``None`` means ``k``. ``weights``
+    (one per index, default equal) apply to weighted fusion only. ``rerank.model`` turns on a cross-encoder over
+    the first stage's top ``rerank.top_n``.
     """
 
     indexes: tuple[str, ...] = ()
@@ -44,6 +45,7 @@ class RetrieveConfig:
     model: str | None = None  # only to check: must name the model the dense index was built with
     device: str | None = None
     ctx_key: CtxKey = "ctxs"
+    rerank: RerankConfig = field(default_factory=RerankConfig)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "indexes", tuple(str(path) for path in self.indexes))  # YAML gives lists
@@ -64,17 +66,19 @@ class RetrieveConfig:
 
 
 def open_retriever(config: RetrieveConfig) -> Retriever:
-    """The retriever ``config`` describes: one index, or several fused."""
+    """The retriever ``config`` describes: one index, or several fused; reranked when ``config.rerank`` says."""
     from odqa.retrieve.compose import Fused, load_retriever
+    from odqa.retrieve.rerank import CrossEncoderReranker, Reranked
 
     if not config.indexes:
         raise ConfigError("no index to search; pass --index indexes/NAME (repeat it to fuse several)")
     retrievers = [load_retriever(path, model=config.model, device=config.device,
                                  search_params=config.search_params) for path in config.indexes]
-    if len(retrievers) == 1:
-        return retrievers[0]
-    return Fused(*retrievers, fusion=config.fusion, weights=config.weights or None, rrf_k=config.rrf_k,
-                 depth=config.depth)
+    first: Retriever = retrievers[0] if len(retrievers) == 1 else Fused(
+        *retrievers, fusion=config.fusion, weights=config.weights or None, rrf_k=config.rrf_k, depth=config.depth)
+    if config.rerank.model is None:
+        return first
+    return Reranked(first, CrossEncoderReranker(config.rerank), config.rerank.top_n)
 
 
 def retrieve(
@@ -82,19 +86,13 @@ def retrieve(
     retriever: Retriever,
     k: int,
     *,
-    reranker: Reranker | None = None,
-    depth: int | None = None,
     batch_size: int = 256,
     progress: Progress | None = None,
 ) -> Iterator[Refined]:
-    """Each example with its top ``k`` hits from ``retriever`` (reranked from the top ``depth`` when given)."""
-    first_stage = max(k, depth or 0) if reranker is not None else k
+    """Each example with its top ``k`` hits from ``retriever``, ``batch_size`` questions per search."""
     iterator = iter(examples)
     while block := list(itertools.islice(iterator, batch_size)):
-        questions = [ex.question for ex in block]
-        hits = retriever.search(questions, first_stage)
-        if reranker is not None:
-            hits = reranker.rerank(questions, hits, k)
+        hits = retriever.search([ex.question for ex in block], k)
         for example, found in zip(block, hits, strict=True):
             yield Refined(example, found[:k])
         if progress is not None:
@@ -120,7 +118,6 @@ def retrieve_to_file(
     config: RetrieveConfig,
     retriever: Retriever | None = None,
     *,
-    reranker: Reranker | None = None,
     progress: Progress | None = None,
 ) -> RetrieveSummary:
     """Retrieve for ``examples`` (with ``retriever``, or the one ``config`` names), write FiD JSON Lines to
@@ -131,8 +128,7 @@ def retrieve_to_file(
 
     def ranked() -> Iterator[Refined]:
         nonlocal count
-        for item in retrieve(examples, retriever, config.k, reranker=reranker, depth=config.depth,
-                             batch_size=config.batch_size, progress=progress):
+        for item in retrieve(examples, retriever, config.k, batch_size=config.batch_size, progress=progress):
             count += 1
             yield item
         if not count:
