@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from odqa._version import __version__
 from odqa.chunk import chunk, chunk_document
-from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig
+from odqa.config import ChunkConfig, EmbedConfig, HybridConfig, RefineConfig, RerankConfig
 from odqa.embed import Encoder
 from odqa.errors import (
     ConfigError,
@@ -26,12 +26,14 @@ from odqa.records import Document, Example, Hit, Page, Passage
 from odqa.refine import Refined, refine
 from odqa.retrieve.compose import Fused, StaticRetriever, load_retriever
 from odqa.retrieve.protocol import Reranker, Retriever
+from odqa.retrieve.rerank import CrossEncoderReranker, Reranked
 from odqa.retrieve.run import RetrieveConfig, RetrieveSummary, retrieve_to_file
 
 __all__ = [
     "ChunkConfig",
     "ConfigError",
     "CrawlError",
+    "CrossEncoderReranker",
     "DependencyError",
     "Document",
     "EmbedConfig",
@@ -53,6 +55,8 @@ __all__ = [
     "RefineConfig",
     "RefineSummary",
     "Refined",
+    "RerankConfig",
+    "Reranked",
     "Reranker",
     "RetrieveConfig",
     "RetrieveSummary",

@@ -21,6 +21,7 @@ HOMES = {
     "ChunkConfig": "odqa.config",
     "ConfigError": "odqa.errors",
     "CrawlError": "odqa.errors",
+    "CrossEncoderReranker": "odqa.retrieve.rerank",
     "DependencyError": "odqa.errors",
     "Document": "odqa.records",
     "EmbedConfig": "odqa.config",
@@ -42,6 +43,8 @@ HOMES = {
     "RefineConfig": "odqa.config",
     "RefineSummary": "odqa.pipeline",
     "Refined": "odqa.refine",
+    "RerankConfig": "odqa.config",
+    "Reranked": "odqa.retrieve.rerank",
     "Reranker": "odqa.retrieve.protocol",
     "RetrieveConfig": "odqa.retrieve.run",
     "RetrieveSummary": "odqa.retrieve.run",
@@ -58,8 +61,10 @@ HOMES = {
     "retrieve_to_file": "odqa.retrieve.run",
 }
 RECORDS = {"Document", "Example", "Hit", "Page", "Passage", "Refined", "RefineSummary", "RetrieveSummary"}
-CONFIGS = {"ChunkConfig", "EmbedConfig", "HybridConfig", "IndexConfig", "RefineConfig", "RetrieveConfig"}
-RETRIEVERS = {"Fused", "StaticRetriever"}  # retrievers a user builds by wrapping (load_retriever opens indexes)
+CONFIGS = {"ChunkConfig", "EmbedConfig", "HybridConfig", "IndexConfig", "RefineConfig", "RerankConfig",
+           "RetrieveConfig"}
+RETRIEVERS = {"Fused", "Reranked", "StaticRetriever"}  # built by wrapping (load_retriever opens indexes)
+RERANKERS = {"CrossEncoderReranker"}
 FUNCTIONS = {  # name -> its leading parameters, the calling convention users rely on
     "chunk": ["docs", "config"],
     "chunk_document": ["doc", "config"],
@@ -107,9 +112,11 @@ def test_each_name_is_the_kind_it_claims() -> None:
     assert inspect.isclass(odqa.Encoder) and callable(odqa.Encoder.encode_queries)
     for name in RETRIEVERS:
         assert inspect.isclass(getattr(odqa, name)) and callable(getattr(odqa, name).search), name
+    for name in RERANKERS:
+        assert inspect.isclass(getattr(odqa, name)) and callable(getattr(odqa, name).rerank), name
     assert odqa.__version__ == importlib.metadata.version("odqa")
-    covered = errors | RECORDS | CONFIGS | RETRIEVERS | set(FUNCTIONS) | {"Retriever", "Reranker", "Encoder",
-                                                                        "__version__"}
+    covered = errors | RECORDS | CONFIGS | RETRIEVERS | RERANKERS | set(FUNCTIONS) | {
+        "Retriever", "Reranker", "Encoder", "__version__"}
     assert covered == set(HOMES)
 
 
