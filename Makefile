@@ -3,7 +3,7 @@
 .PHONY: setup demo test lint
 
 define lint_commands
-.venv/bin/ruff check odqa tests bench
+.venv/bin/ruff check odqa tests bench examples
 .venv/bin/mypy odqa
 endef
 
