@@ -108,6 +108,7 @@ class RerankConfig:
     batch_size: int = 32  # sentence-transformers' own default for CrossEncoder.predict
     max_length: int | None = None  # tokens per (question, passage) pair; None = the model's own limit
     device: str | None = None  # None = sentence-transformers' choice (cuda if present)
+    precision: Precision = "fp32"  # bf16 suits CPUs with AMX, fp16 and bf16 GPUs
 
     def __post_init__(self) -> None:
         if self.model is not None and not self.model.strip():
@@ -117,6 +118,7 @@ class RerankConfig:
                 raise ConfigError(f"rerank {name} must be >= 1, got {getattr(self, name)}")
         if self.max_length is not None and self.max_length < 1:
             raise ConfigError(f"rerank max_length must be >= 1 (or null: the model's own), got {self.max_length}")
+        _check_choice("rerank precision", self.precision, get_args(Precision))
 
 
 @dataclass(frozen=True)

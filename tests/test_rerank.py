@@ -180,6 +180,7 @@ def test_no_model_is_a_config_error() -> None:
     ({"max_length": 0}, "rerank max_length must be >= 1"),
     ({"model": " "}, "hub id or a local path"),
     ({"top_n": "ten"}, "top_n must be"),
+    ({"precision": "int8"}, "precision"),
 ])
 def test_rerank_config_rejects_bad_values(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -191,3 +192,16 @@ def test_importing_the_module_loads_no_model_library() -> None:
             "print([m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules])")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
         == "[]"
+
+
+def test_half_precision_scores_stay_close(reranker: CrossEncoderReranker, tiny_cross_encoder: Path) -> None:
+    import torch
+
+    half = CrossEncoderReranker(RerankConfig(model=str(tiny_cross_encoder), device="cpu", precision="bf16"))
+    assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
+    hits = [_hits(TEXTS)]
+    got, full = half.score(QUESTIONS[:1], hits)[0], reranker.score(QUESTIONS[:1], hits)[0]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, full, rtol=0.05, atol=0.05 * float(np.abs(full).max()))
+    with pytest.raises(ConfigError, match="rerank precision 'int8' is not valid"):
+        RerankConfig(model="x", precision="int8")  # type: ignore[arg-type]

@@ -49,6 +49,10 @@ def _load_cross_encoder(config: RerankConfig) -> Any:
             f"it ({reason}). A hub id needs hub access: download {name!r} where the hub is reachable and pass its "
             "local directory with --rerank"
         ) from exc
+    if config.precision != "fp32":
+        import torch
+
+        model = model.to(torch.float16 if config.precision == "fp16" else torch.bfloat16)
     if model.num_labels != 1:
         raise ModelError(f"cross-encoder {name!r} has {model.num_labels} output labels; reranking needs a model with "
                          "one relevance score per pair (num_labels=1), such as the cross-encoder/ms-marco-* models")

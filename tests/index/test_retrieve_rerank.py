@@ -59,7 +59,7 @@ def test_retrieve_reranks_the_top_n_and_keeps_the_rest(tmp_path: Path, bm25_and_
     assert moved > 0
     resolved = json.loads((tmp_path / "reranked.jsonl.config.json").read_text())
     assert resolved["rerank"] == {"model": str(tiny_cross_encoder), "top_n": 3, "batch_size": 32,
-                                  "max_length": None, "device": None}
+                                  "max_length": None, "device": None, "precision": "fp32"}
 
 
 def test_retrieve_rerank_errors_are_one_line(tmp_path: Path, bm25_and_questions: tuple[Path, Path]) -> None:
