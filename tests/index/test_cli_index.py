@@ -22,19 +22,19 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 def test_build_dense_and_bm25_then_retrieve_fused(tmp_path: Path, timeqa_file: Path,
                                                   short_corpus: list[Passage]) -> None:
     passages = write_jsonl(tmp_path / "passages.jsonl", [
-        {"id": p.id, "doc_id": p.doc_id, "title": p.title, "text": p.text} for p in short_corpus[:40]])
+        {"id": p.id, "doc_id": p.doc_id, "title": p.title, "text": p.text} for p in short_corpus[:24]])
     dense, sparse = tmp_path / "indexes" / "dense", tmp_path / "indexes" / "bm25"
     result = runner.invoke(app, ["index", "build", str(passages), "--model", "minilm", "--shard-size", "16",
                                  "--device", "cpu", "--out", str(dense)])
     assert result.exit_code == 0, result.output
-    assert "passages" in result.output and "40" in result.output and "minilm (384 dimensions, cosine)" in result.output
+    assert "passages" in result.output and "24" in result.output and "minilm (384 dimensions, cosine)" in result.output
     assert json.loads((dense / "build.config.json").read_text())["embed"]["model"] == "minilm"
     result = runner.invoke(app, ["index", "build", str(timeqa_file), "--kind", "bm25", "--out", str(sparse)])
     assert result.exit_code == 0, result.output
 
     from odqa.inputs import load_examples
 
-    docs = {p.doc_id for p in short_corpus[:40]}
+    docs = {p.doc_id for p in short_corpus[:24]}
     asked = [ex for ex in load_examples(timeqa_file) if ex.id.split("#")[0] in docs][:12]
     questions = write_jsonl(tmp_path / "q.jsonl", [
         {"id": ex.id, "question": ex.question, "answers": list(ex.answers)} for ex in asked])
