@@ -21,6 +21,8 @@ from odqa.records import Passage
 
 __all__ = ["PassageStore", "passage_lines", "shard_digest", "shard_name", "write_passages"]
 
+_OPEN_SHARDS = 64  # shards kept mapped at once: bounds open files for corpora of hundreds of shards
+
 
 def shard_name(index: int, role: str, suffix: str) -> str:
     """The file of one shard role, relative to the index folder: ``shards/00003.passages.jsonl``."""
@@ -86,9 +88,13 @@ class PassageStore:
         return self.starts[-1]
 
     def _shard(self, number: int) -> _ShardText:
-        if number not in self._open:
-            self._open[number] = _ShardText(self.folder, self.shards[number])
-        return self._open[number]
+        text = self._open.pop(number, None)
+        if text is None:
+            text = _ShardText(self.folder, self.shards[number])
+            if len(self._open) >= _OPEN_SHARDS:  # evict the least recently used (each holds two file mappings)
+                self._open.pop(next(iter(self._open))).close()
+        self._open[number] = text  # most recently used last
+        return text
 
     def __getitem__(self, row: int) -> Passage:
         if not 0 <= row < len(self):
@@ -105,7 +111,9 @@ class PassageStore:
     def __iter__(self) -> Iterator[Passage]:
         for number in range(len(self.shards)):
             yield from self.shard_passages(number)
-            self._open.pop(number).close()
+            done = self._open.pop(number, None)
+            if done is not None:
+                done.close()
 
     def close(self) -> None:
         for text in self._open.values():

@@ -227,3 +227,52 @@ def test_queries_use_the_prompts_the_index_was_built_with(tmp_path: Path, tiny_c
     assert (retriever.encoder.preset.query_prefix, retriever.encoder.preset.passage_prefix) == ("query: ", "passage: ")
     with pytest.raises(ConfigError, match=r"needs an encoder: build_index\(passages, out, config, encoder="):
         build_index(short_corpus[:8], tmp_path / "other", config)
+
+
+def test_faiss_gpu_is_used_when_it_sees_a_gpu_and_falls_back_when_it_cannot(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, reference: Path, short_corpus: list[Passage],
+        tiny_config: IndexConfig, encoder: Any) -> None:
+    """faiss-gpu's calls stood in for (no GPU here): train and add on the GPU, write the CPU copy; an index type
+    FAISS has no GPU version of (HNSW) stays on the CPU."""
+    import faiss
+
+    calls: list[str] = []
+
+    def to_gpu(index: Any) -> Any:
+        if isinstance(index, faiss.IndexHNSW):
+            raise RuntimeError("not implemented for GPU")
+        calls.append("to_gpu")
+        return index
+
+    def to_cpu(index: Any) -> Any:
+        calls.append("to_cpu")
+        return index
+
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpu)
+    monkeypatch.setattr(faiss, "index_gpu_to_cpu", to_cpu, raising=False)
+    for factory, expected in (("IVF4,Flat", ["to_gpu", "to_cpu"]), ("HNSW32", [])):
+        calls.clear()
+        config = dataclasses.replace(tiny_config, faiss=factory)
+        out = _with_faiss(reference, tmp_path, config, encoder)
+        build_index(short_corpus, out, config, encoder=encoder)
+        assert calls == expected, factory
+    calls.clear()
+    DenseRetriever(reference, encoder=encoder)
+    assert calls == ["to_gpu"]  # searches run on the GPU too
+
+
+def test_store_reads_any_row_with_few_shards_mapped(monkeypatch: pytest.MonkeyPatch, reference: Path,
+                                                    short_corpus: list[Passage]) -> None:
+    from odqa.index import store as store_module
+    from odqa.index.store import PassageStore
+
+    monkeypatch.setattr(store_module, "_OPEN_SHARDS", 2)
+    store = PassageStore(reference, read_manifest(reference).shards)
+    rows = [59, 0, 17, 40, 1, 33, 59, 16]
+    assert [store[r] for r in rows] == [short_corpus[r] for r in rows]
+    assert len(store._open) == 2
+    assert list(store) == short_corpus
+    with pytest.raises(IndexError):
+        store[60]
+    store.close()
