@@ -351,6 +351,29 @@ def test_offline_sources_dump_and_html_folder(
     assert [len(e.ctxs or ()) for e in refine_input] == [2, 0]
 
 
+def test_search_result_that_is_the_dump_article_is_not_fetched(
+    tmp_path: Path, server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    """With a dump of the configured Wikipedia, a search result naming the subject's article (any form) is the
+    article the dump gave: not fetched from the web, one document."""
+    add_wikipedia(server)
+    forms = [server.url("/wiki/Jerry_Mumphrey"), server.url("/w/index.php?title=Jerry+Mumphrey")]
+    add_google(server, {"mumphrey": forms})
+    dump = tmp_path / "dump.xml"
+    dump.write_bytes(httpx.get(server.url("/wiki/Special:Export/Jerry_Mumphrey")).content)
+    questions = write_questions(
+        tmp_path / "q.jsonl", [{"id": "m1", "question": "Jerry Mumphrey teams?", "subject": "Jerry Mumphrey"}]
+    )
+    config = make_config(
+        dump=str(dump), wikipedia_endpoint=server.base, search="google", search_endpoint=server.url("/customsearch/v1")
+    )
+    summary = run_crawl(questions, tmp_path / "run", config, environ=ENV)
+    assert summary.failed == {} and summary.pages == 1
+    (m1,) = iter_examples(tmp_path / "run")
+    assert [d.meta["source"] for d in m1.ctxs or ()] == ["dump"]
+    assert [s.path for s in server.seen if s.path.startswith("/w")] == ["/wiki/Special:Export/Jerry_Mumphrey"]
+
+
 def test_bad_inputs_are_clear_errors(tmp_path: Path, make_config: Callable[..., CrawlConfig]) -> None:
     dupes = write_questions(
         tmp_path / "d.jsonl", [{"id": "a", "question": "x?"}, {"id": "a", "question": "y?"}]
