@@ -4,6 +4,7 @@ formulas coincide."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -75,3 +76,18 @@ def test_no_shared_term_no_hits_and_k_beyond_the_corpus(bm25_index: Path, corpus
     assert retriever.search(["zzyzx qwerty", "", "the of"], k=5) == [[], [], []]
     assert len(retriever.search(["Pakistan football"], k=10_000)[0]) <= len(corpus)
     assert retriever.search([], k=3) == []
+
+
+def test_interrupted_bm25_build_resumes_to_identical_bytes(tmp_path: Path, corpus: list[Passage],
+                                                           bm25_index: Path) -> None:
+    def interrupted() -> Iterator[Passage]:
+        yield from corpus[:250]
+        raise KeyboardInterrupt  # in the middle of shard 2
+
+    out = tmp_path / "index"
+    with pytest.raises(KeyboardInterrupt):
+        build_index(interrupted(), out, IndexConfig(kind="bm25", shard_size=100))
+    build_index(corpus, out, IndexConfig(kind="bm25", shard_size=100))
+    files = sorted(p.relative_to(bm25_index) for p in bm25_index.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert all((out / f).read_bytes() == (bm25_index / f).read_bytes() for f in files)
