@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from odqa._optional import require
 from odqa.errors import CrawlError
-from odqa.io import example_from_dict
+from odqa.io import ID_KEYS, example_from_dict
 from odqa.records import Example
 
 __all__ = ["STORE_NAME", "CrawlStore", "PageRow", "ResultRow", "Summary", "normalise_url", "split_reason"]
@@ -228,7 +228,8 @@ class CrawlStore:
         rows = [(example.id, json.dumps(record, ensure_ascii=False)) for example, record in examples]
         for (qid, text), (_example, record) in zip(rows, examples, strict=True):
             stored = self._db.execute("SELECT record FROM questions WHERE id = ?", (qid,)).fetchone()
-            if stored is not None and stored[0] != text and example_from_dict(record, index=-1).id == "-1":
+            id_less = all(record.get(key) in (None, "") for key in ID_KEYS)
+            if stored is not None and stored[0] != text and id_less:
                 raise CrawlError(
                     f"{self.path.parent}: a question without an id gets its input index as id, and id {qid!r} is "
                     "already another question of this run folder (from an earlier input file); give each "
