@@ -14,7 +14,7 @@ from odqa.errors import ConfigError, InputError
 from odqa.index.manifest import MANIFEST, read_manifest
 from odqa.io import read_fid
 from odqa.records import Example, Hit, Passage
-from odqa.retrieve.fuse_hits import fuse_rrf, fuse_weighted
+from odqa.retrieve.fusion import fuse_rrf, fuse_weighted
 from odqa.retrieve.protocol import Retriever
 
 __all__ = ["Fused", "Fusion", "StaticRetriever", "load_retriever"]

@@ -18,6 +18,7 @@ from odqa.config import RerankConfig
 from odqa.embed.presets import passage_text
 from odqa.errors import ConfigError, ModelError
 from odqa.records import Hit
+from odqa.retrieve.fusion import top_k
 from odqa.retrieve.protocol import Reranker, Retriever
 
 __all__ = ["CrossEncoderReranker", "Reranked", "rerank_head"]
@@ -89,8 +90,7 @@ class CrossEncoderReranker:
             raise ConfigError(f"k must be >= 1, got {k}")
         result = []
         for row, scores in zip(hits, self.score(queries, hits), strict=True):
-            order = np.argsort(-scores, kind="stable")[:k]
-            result.append([Hit(row[i].passage, float(scores[i])) for i in order])
+            result.append(top_k([hit.passage for hit in row], scores, k))
         return result
 
 

@@ -14,8 +14,7 @@ import pytest
 from odqa.errors import ConfigError, InputError
 from odqa.records import Hit, Passage
 from odqa.retrieve.compose import Fused, StaticRetriever, load_retriever
-from odqa.retrieve.fuse_hits import fuse_rrf, fuse_weighted
-from odqa.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
+from odqa.retrieve.fusion import fuse_rrf, fuse_weighted, reciprocal_rank_fusion, weighted_fusion
 from odqa.retrieve.protocol import Retriever
 
 
@@ -56,6 +55,24 @@ def test_hit_fusion_equals_array_fusion_when_every_list_ranks_every_passage() ->
     assert [rrf[i] for i in ids] == pytest.approx(list(reciprocal_rank_fusion(arrays)))
     weighted = {h.passage.id: h.score for h in fuse_weighted([first, second], [0.3, 0.7], k=3)}
     assert [weighted[i] for i in ids] == pytest.approx(list(weighted_fusion(arrays, [0.3, 0.7])))
+
+
+def test_rrf_ranks_by_list_position_not_by_score() -> None:
+    """A list's order is its ranking, whatever its scores say (a reranked head followed by first-stage hits)."""
+    unordered = hits(("x", 1.0), ("y", 5.0), ("z", 5.0))
+    fused = fuse_rrf([unordered, hits(("w", 1.0))], k=4)
+    assert [h.passage.id for h in fused] == ["x", "w", "y", "z"]
+    assert [h.score for h in fused] == pytest.approx([1 / 61, 1 / 61, 1 / 62, 1 / 63])
+
+
+def test_hit_fusion_is_array_fusion_with_absent_passages_as_nan() -> None:
+    """A passage missing from a list is NaN in that list's score array: one definition for refine and retrieve."""
+    nan = float("nan")
+    arrays = [np.array([9.0, 5.0, 1.0, nan]), np.array([0.1, nan, 0.9, 0.8])]  # A and B over ids a, b, c, d
+    rrf = {h.passage.id: h.score for h in fuse_rrf([A, B], k=4)}
+    assert [rrf[i] for i in "abcd"] == pytest.approx(list(reciprocal_rank_fusion(arrays)))
+    weighted = {h.passage.id: h.score for h in fuse_weighted([A, B], [1.0, 2.0], k=4)}
+    assert [weighted[i] for i in "abcd"] == pytest.approx(list(weighted_fusion(arrays, [1.0, 2.0])))
 
 
 def test_weighted_fusion_over_hit_lists() -> None:
