@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from odqa.text import is_unspaced_char
 
 __all__ = [
-    "answer_tokens", "exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1", "token_prf",
+    "answer_spans", "answer_tokens", "exact_match", "has_answer", "normalize_answer", "recall_at_k", "token_f1",
+    "token_prf",
 ]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -65,26 +66,33 @@ def token_f1(prediction: str, golds: Iterable[str]) -> float:
 
 def answer_tokens(text: str) -> list[str]:
     """The lowercased tokens has_answer compares (DPR's SimpleTokenizer over NFD text, see the module doc)."""
-    tokens: list[str] = []
-    run: list[str] = []
+    return [token for token, _, _ in _token_spans(unicodedata.normalize("NFD", text))]
+
+
+def _token_spans(nfd: str) -> list[tuple[str, int, int]]:
+    """``(token, start, end)`` of each has_answer token of NFD text, offsets into ``nfd``."""
+    tokens: list[tuple[str, int, int]] = []
+    start = -1  # where the current run of letters, digits and marks began; -1: no run
     after_unspaced = False  # a combining mark right after an unspaced character (NFD kana) belongs to it
-    for ch in unicodedata.normalize("NFD", text):
+    for i, ch in enumerate(nfd):
         kind = unicodedata.category(ch)[0]
-        if kind == "M" and not run and after_unspaced:
-            tokens[-1] += ch.lower()
+        if kind == "M" and start < 0 and after_unspaced:
+            token, begin, _ = tokens[-1]
+            tokens[-1] = (token + ch.lower(), begin, i + 1)
             continue
         if kind in "LNM" and not is_unspaced_char(ch):
-            run.append(ch)
+            if start < 0:
+                start = i
             after_unspaced = False
             continue
-        if run:
-            tokens.append("".join(run).lower())
-            run = []
+        if start >= 0:
+            tokens.append((nfd[start:i].lower(), start, i))
+            start = -1
         after_unspaced = kind in "LN"  # an unspaced letter (the only L/N that reaches here)
         if kind not in "ZC":  # separators and control/format characters only split
-            tokens.append(ch.lower())
-    if run:
-        tokens.append("".join(run).lower())
+            tokens.append((ch.lower(), i, i + 1))
+    if start >= 0:
+        tokens.append((nfd[start:].lower(), start, len(nfd)))
     return tokens
 
 
@@ -106,6 +114,41 @@ def has_answer(text: str, golds: Iterable[str]) -> bool:
         if needle and _contains(tokens, needle):
             return True
     return False
+
+
+def answer_spans(text: str, golds: Iterable[str]) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of ``text`` where a gold answer matches as has_answer matches it,
+    sorted and merged where they overlap: ``has_answer(text, golds) == bool(answer_spans(text, golds))``.
+
+    Offsets index the original ``text`` (not its NFD form), so ``text[start:end]`` is the matched answer.
+    """
+    needles = [needle for needle in map(answer_tokens, golds) if needle]
+    nfd = unicodedata.normalize("NFD", text)
+    # A token is the lowercased text of a piece of nfd, so a matching answer's first token occurs in nfd.lower()
+    # (lowercasing is per character but for the final sigma, hence ς -> σ): most passages end here, cheaply.
+    lowered = nfd.lower().replace("ς", "σ")
+    needles = [needle for needle in needles if needle[0].replace("ς", "σ") in lowered]
+    if not needles:
+        return []
+    if nfd == text:
+        origin: Sequence[int] = range(len(text))
+    else:  # NFD position -> position in text (NFD keeps each character's pieces in place)
+        origin = [i for i, ch in enumerate(text) for _ in unicodedata.normalize("NFD", ch)]
+    spans = _token_spans(nfd)
+    words = [token for token, _, _ in spans]
+    found: list[tuple[int, int]] = []
+    for needle in needles:
+        n = len(needle)
+        for i in range(len(words) - n + 1):
+            if words[i] == needle[0] and words[i : i + n] == needle:
+                found.append((origin[spans[i][1]], origin[spans[i + n - 1][2] - 1] + 1))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def recall_at_k(flags: Iterable[Sequence[bool]], ks: Sequence[int]) -> dict[int, float]:

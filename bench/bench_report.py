@@ -1,0 +1,127 @@
+"""``odqa report`` at scale: file size, build time and, in headless Chromium, time to first paint and to a usable
+page, for a synthetic report of N questions x M passages (two runs over the same passages in different orders).
+
+Every passage is distinct (100 pseudo-words, no sharing between questions): the worst case for the page's size,
+since the passage table stores each distinct passage once. Needs Chromium and its driver (Debian packages
+``chromium`` and ``chromium-driver``) and selenium (the dev extra).
+
+    python bench/bench_report.py [--questions 5000] [--passages 100] [--texts 20 100]
+
+Writes ``bench/results/report.json`` and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from odqa.io import write_jsonl
+from odqa.report import ReportConfig, RunSpec, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "report"))
+from browser import headless_chromium, missing  # noqa: E402  (the tests' browser helper, one place)
+
+
+def _vocabulary(rng: random.Random, size: int = 6000) -> list[str]:
+    syllables = ["ka", "ro", "mi", "ten", "sa", "lu", "ber", "do", "an", "vi", "gor", "el", "ne", "tor", "is", "pa"]
+    return sorted({"".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(size * 2)})[:size]
+
+
+def write_synthetic(folder: Path, questions: int, passages: int, seed: int = 0) -> tuple[Path, Path]:
+    """Two runs (FiD JSON Lines) of ``questions`` x ``passages``; about 10 % of questions have no gold answer and
+    the answer of the others sits in a few random passages."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng)
+    rows_a: list[dict[str, Any]] = []
+    rows_b: list[dict[str, Any]] = []
+    for q in range(questions):
+        answer = " ".join(rng.choices(vocab, k=2)).title()
+        answers = [] if rng.random() < 0.1 else [answer]
+        ctxs = []
+        holders = set(rng.sample(range(passages), k=rng.randint(0, 4))) if answers else set()
+        for p in range(passages):
+            words = rng.choices(vocab, k=100)
+            if p in holders:
+                words[rng.randrange(95)] = answer
+            title = f"Article {q // 4} {p // 10}"
+            ctxs.append({"id": f"q{q}-p{p}", "title": title, "text": " ".join(words).capitalize() + ".",
+                         "url": "https://en.wikipedia.org/wiki/" + title.replace(" ", "_"),
+                         "score": round(30 - p * 0.25 + rng.random(), 4)})
+        question = "When did " + " ".join(rng.choices(vocab, k=rng.randint(6, 12))) + "?"
+        rows_a.append({"id": f"q{q}", "question": question, "answers": answers, "ctxs": ctxs})
+        shuffled = rng.sample(ctxs, k=len(ctxs))
+        rows_b.append({"id": f"q{q}", "question": question, "answers": answers,
+                       "ctxs": [{**c, "score": round(1 - i / passages, 4)} for i, c in enumerate(shuffled)]})
+    a, b = folder / "ranked.jsonl", folder / "shuffled.jsonl"
+    write_jsonl(a, rows_a)
+    write_jsonl(b, rows_b)
+    return a, b
+
+
+def measure_browser(page: Path, profile: Path) -> dict[str, float]:
+    """Load the page from disk; first paint, first contentful paint, page usable, and one filter + sort change."""
+    driver = headless_chromium(profile)
+    try:
+        started = time.perf_counter()
+        driver.get(page.as_uri())
+        loaded = time.perf_counter() - started
+        driver.execute_script("return 1")
+        deadline = time.time() + 120
+        while driver.execute_script("return window.odqaReady === undefined") and time.time() < deadline:
+            time.sleep(0.05)
+        paint = {e["name"]: e["startTime"] for e in driver.execute_script(
+            "return performance.getEntriesByType('paint').map(e => ({name: e.name, startTime: e.startTime}))")}
+        filter_ms = driver.execute_script("""
+            const t = performance.now();
+            const miss = document.getElementById('miss'); miss.value = '1';
+            miss.dispatchEvent(new Event('change'));
+            const sort = document.getElementById('sort'); sort.value = 'asc:0';
+            sort.dispatchEvent(new Event('change'));
+            return performance.now() - t;""")
+        heap = driver.execute_script("return performance.memory ? performance.memory.usedJSHeapSize : null")
+        return {"driver_get_s": round(loaded, 2), "first_paint_ms": round(paint.get("first-paint", -1)),
+                "first_contentful_paint_ms": round(paint.get("first-contentful-paint", -1)),
+                "usable_ms": round(driver.execute_script("return window.odqaReady")),
+                "filter_and_sort_ms": round(filter_ms), "js_heap_mb": round(heap / 1e6) if heap else -1}
+    finally:
+        driver.quit()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=5000)
+    parser.add_argument("--passages", type=int, default=100)
+    parser.add_argument("--texts", type=int, nargs="+", default=[20, 100])
+    args = parser.parse_args()
+    reason = missing()
+    if reason:
+        raise SystemExit(f"bench_report needs headless Chromium: {reason}")
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        a, b = write_synthetic(folder, args.questions, args.passages)
+        for texts in args.texts:
+            page = folder / f"report-{texts}.html"
+            started = time.perf_counter()
+            summary = write_report(ReportConfig((RunSpec(str(a)), RunSpec(str(b))), str(page), texts=texts))
+            build_s = time.perf_counter() - started
+            row = {"questions": args.questions, "passages": args.passages, "runs": 2, "texts": texts,
+                   "html_mb": round(summary.bytes / 1e6, 1), "build_s": round(build_s, 1),
+                   **measure_browser(page, folder / f"profile-{texts}")}
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    out = ROOT / "bench" / "results" / "report.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
