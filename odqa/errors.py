@@ -12,6 +12,7 @@ Every error odqa raises on purpose derives from ``OdqaError``; the CLI catches t
     │   └── IndexFormatError   an index folder that is incomplete, damaged, or written by a newer odqa
     ├── OutputError            an output path that cannot be written
     ├── ModelError             a model that cannot be loaded (missing weights, no hub access)
+    ├── ResourceError          work that does not fit the machine (a reader batch beyond memory); says what fits
     ├── DependencyError        an optional extra that is not installed
     └── CrawlError             a crawl run that cannot proceed (not per-page failures, which are data)
 """
@@ -31,6 +32,7 @@ __all__ = [
     "ModelError",
     "OdqaError",
     "OutputError",
+    "ResourceError",
 ]
 
 
@@ -72,6 +74,10 @@ class OutputError(OdqaError):
 
 class ModelError(OdqaError):
     """A model that cannot be loaded."""
+
+
+class ResourceError(OdqaError):
+    """Work too large for the machine's memory; the message says the largest size that fits."""
 
 
 class DependencyError(OdqaError):

@@ -7,6 +7,7 @@ from odqa.cli import demo as _demo  # noqa: F401
 from odqa.cli import eval as _eval  # noqa: F401
 from odqa.cli import generate as _generate  # noqa: F401
 from odqa.cli import index as _index  # noqa: F401
+from odqa.cli import read as _read  # noqa: F401
 from odqa.cli import refine as _refine  # noqa: F401
 from odqa.cli import report as _report  # noqa: F401
 from odqa.cli import retrieve as _retrieve  # noqa: F401

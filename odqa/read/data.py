@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from odqa.errors import ConfigError, DependencyError
 from odqa.records import Example, Hit
+from odqa.retrieve.compose import StaticRetriever
 from odqa.retrieve.protocol import Retriever
 
 try:
@@ -73,6 +74,11 @@ class ReaderFormat:
             return ""
         return answers[0] if self.answer_joiner is None else self.answer_joiner.join(answers)
 
+    def split(self, generated: str) -> list[str]:
+        """The answers a generated target lists: split on ``answer_joiner`` (the inverse of :meth:`target`)."""
+        parts = [generated] if self.answer_joiner is None else generated.split(self.answer_joiner)
+        return [part.strip() for part in parts if part.strip()]
+
 
 @dataclass(frozen=True)
 class ReaderBatch:
@@ -97,9 +103,12 @@ class ReaderBatch:
 
 
 class ReaderCollator:
-    """Turns a list of examples into a :class:`ReaderBatch`, retrieving all their passages in one ``search``."""
+    """Turns a list of examples into a :class:`ReaderBatch`, retrieving all their passages in one ``search``.
 
-    def __init__(self, retriever: Retriever, tokenizer: Any, fmt: ReaderFormat | None = None) -> None:
+    With ``retriever=None`` each example's own ``ctxs`` (a FiD file's) are its passages, best first.
+    """
+
+    def __init__(self, retriever: Retriever | None, tokenizer: Any, fmt: ReaderFormat | None = None) -> None:
         if getattr(tokenizer, "pad_token", None) is None:
             raise ConfigError(f"tokenizer {type(tokenizer).__name__} has no padding token; set one first "
                               "(tokenizer.pad_token = tokenizer.eos_token)")
@@ -111,7 +120,10 @@ class ReaderCollator:
         fmt = self.format
         n = fmt.n_passages
         questions = [ex.question for ex in examples]
-        hits = [row[:n] for row in self.retriever.search(questions, n)] if examples else []
+        if self.retriever is None:
+            hits = StaticRetriever(examples, "the examples' own ctxs").lookup([ex.id for ex in examples], n)
+        else:
+            hits = [row[:n] for row in self.retriever.search(questions, n)] if examples else []
         texts = []
         for question, row in zip(questions, hits, strict=True):
             texts += [fmt.passage(question, h.passage.title, h.passage.text) for h in row]
@@ -143,7 +155,7 @@ class ReaderCollator:
 class RetrievalDataset(Dataset[Example]):
     """Questions for a reader; ``collate`` (a :class:`ReaderCollator`) fetches their passages per batch."""
 
-    def __init__(self, examples: Iterable[Example], retriever: Retriever, tokenizer: Any,
+    def __init__(self, examples: Iterable[Example], retriever: Retriever | None, tokenizer: Any,
                  fmt: ReaderFormat | None = None) -> None:
         self.examples = list(examples)
         self.collate = ReaderCollator(retriever, tokenizer, fmt)

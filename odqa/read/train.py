@@ -1,0 +1,285 @@
+"""Training a Fusion-in-Decoder reader: from FiD files (each question's own ``ctxs``) or any Retriever.
+
+``train_reader(train, "readers/tr", config, dev=dev)`` runs ``config.steps`` optimiser steps over the questions in a
+seeded order (a new permutation per epoch), writes ``checkpoint-NNNNNNN/`` every ``checkpoint_every`` steps
+(atomically: a hidden folder renamed into place) and reads the dev questions every ``eval_every`` steps, keeping
+the best model so far in ``best/``. A checkpoint holds the model and tokenizer (a plain Hugging Face folder) and
+``trainer.pt``: optimiser, schedule, step, RNG states and history, so ``resume=True`` takes exactly the step the
+uninterrupted run would have taken next (the data position follows from the step and the seed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from odqa.config import to_dict
+from odqa.errors import ConfigError, DependencyError, InputError, OutputError
+from odqa.evaluate.answers import exact_match, normalize_answer, token_f1
+from odqa.read.config import TrainReaderConfig
+from odqa.read.data import ReaderBatch, ReaderCollator, ReaderFormat
+from odqa.read.infer import load_reader, predict
+from odqa.read.model import FiDReader, check_encodable, fit_in_memory, is_out_of_memory
+from odqa.records import Example
+from odqa.retrieve.protocol import Retriever
+
+try:
+    import torch
+except ImportError as exc:  # the reader needs torch; the rest of odqa does not
+    raise DependencyError("torch", "embed") from exc
+
+__all__ = ["DevScore", "TrainSummary", "evaluate_reader", "latest_checkpoint", "train_reader"]
+
+CHECKPOINT = "checkpoint-"
+TRAINER_STATE = "trainer.pt"
+
+
+@dataclass(frozen=True, slots=True)
+class DevScore:
+    """The reader on the dev questions at one step: exact match and token F1, as fractions."""
+
+    step: int
+    exact: float
+    f1: float
+    questions: int
+
+
+@dataclass(frozen=True)
+class TrainSummary:
+    """What a training run did: its losses (all steps, a resumed run's included), dev scores and folders."""
+
+    config: TrainReaderConfig
+    losses: list[float]
+    dev: list[DevScore]
+    best: DevScore | None
+    checkpoint: Path
+    best_dir: Path | None
+    resumed_from: int | None
+    no_context: int
+    seconds: float
+
+
+def _score(prediction: str, answers: Sequence[str], fmt: ReaderFormat) -> tuple[float, float]:
+    """EM (several answers: the predicted set equals the gold set) and token F1 against the joined target."""
+    if fmt.answer_joiner is None or len(answers) <= 1:
+        golds = list(answers) or [""]
+        return exact_match(prediction, golds), token_f1(prediction, golds)
+    predicted = {normalize_answer(a) for a in fmt.split(prediction)}
+    gold = {normalize_answer(a) for a in answers}
+    return float(predicted == gold), token_f1(prediction, [fmt.target(answers)])
+
+
+def evaluate_reader(reader: FiDReader, collate: ReaderCollator, examples: Sequence[Example], *, step: int = 0,
+                    batch_size: int = 1, num_beams: int = 1) -> DevScore:
+    """Exact match and F1 of the reader's answers to ``examples`` (the model is left in eval mode)."""
+    reader.model.eval()
+    exact = f1 = 0.0
+    for start in range(0, len(examples), batch_size):
+        chunk = list(examples[start:start + batch_size])
+        for ex, text in zip(chunk, predict(reader, collate, chunk, num_beams=num_beams), strict=True):
+            em, f = _score(text, ex.answers, collate.format)
+            exact += em
+            f1 += f
+    n = max(len(examples), 1)
+    return DevScore(step, exact / n, f1 / n, len(examples))
+
+
+def latest_checkpoint(out: str | Path) -> Path | None:
+    """The checkpoint of the highest step in ``out`` (half-written ones are hidden, never picked)."""
+    found = [p for p in Path(out).glob(f"{CHECKPOINT}*") if p.is_dir() and p.name[len(CHECKPOINT):].isdigit()]
+    return max(found, key=lambda p: int(p.name[len(CHECKPOINT):]), default=None)
+
+
+def _schedule(config: TrainReaderConfig) -> Callable[[int], float]:
+    warmup, steps, linear = config.warmup_steps, config.steps, config.schedule == "linear"
+
+    def scale(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (steps - step) / max(1, steps - warmup)) if linear else 1.0
+
+    return scale
+
+
+def _order(n: int, seed: int, epoch: int) -> list[int]:
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    return [int(i) for i in torch.randperm(n, generator=generator)]
+
+
+def _batch_indices(step: int, n: int, batch_size: int, seed: int) -> list[int]:
+    """The examples of step ``step`` (0-based): the data position follows from the step alone."""
+    per_epoch = math.ceil(n / batch_size)
+    epoch, index = divmod(step, per_epoch)
+    return _order(n, seed, epoch)[index * batch_size:(index + 1) * batch_size]
+
+
+def _rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Move a finished folder into place; an older one of the same name is removed only after."""
+    old = final.with_name(f".{final.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_folder(final: Path, write: Callable[[Path], None]) -> None:
+    tmp = final.with_name(f".{final.name}.tmp")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        write(tmp)
+        _replace_dir(tmp, final)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(f"cannot write {final}: {exc.strerror or exc}; choose another --out") from exc
+
+
+def _check_out(out: Path, resume: bool) -> Path | None:
+    latest = latest_checkpoint(out) if out.is_dir() else None
+    if resume and latest is None:
+        raise InputError(f"--resume: {out} holds no {CHECKPOINT}* folder to resume from; run without --resume to "
+                         "start training")
+    if not resume and latest is not None:
+        raise ConfigError(f"{out} already holds {latest.name}; pass --resume to continue that run, or choose "
+                          "another --out")
+    return latest
+
+
+def train_reader(
+    train: Iterable[Example],
+    out: str | Path,
+    config: TrainReaderConfig,
+    *,
+    dev: Iterable[Example] | None = None,
+    retriever: Retriever | None = None,
+    resume: bool = False,
+    progress: Callable[[int, float], None] | None = None,
+    on_dev: Callable[[DevScore], None] | None = None,
+) -> TrainSummary:
+    """Train ``config.reader.model`` on ``train`` (contexts: ``retriever``, else each question's own ``ctxs``)."""
+    start = time.perf_counter()
+    out = Path(out)
+    examples, dev_examples = list(train), list(dev or ())
+    if not examples:
+        raise InputError("no training questions; give a file with at least one question and its answers")
+    if config.reader.precision == "fp16":
+        raise ConfigError("precision fp16 is for reading only: T5 overflows in fp16 training; train with bf16")
+    fmt = config.reader.reader_format()
+    latest = _check_out(out, resume)
+    if latest is not None:
+        reader = FiDReader.load(str(latest), device=config.reader.device, precision=config.reader.precision)
+    else:
+        reader = load_reader(config.reader)
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+    if config.gradient_checkpointing:
+        reader.gradient_checkpointing()
+    collate = ReaderCollator(retriever, reader.tokenizer, fmt)
+    optimizer = torch.optim.AdamW(reader.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config))
+    step, losses, scores = 0, [], []
+    best: DevScore | None = None
+    if latest is not None:
+        state = torch.load(latest / TRAINER_STATE, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        _set_rng_state(state["rng"])
+        step, losses = state["step"], list(state["losses"])
+        scores = [DevScore(**s) for s in state["dev"]]
+        best = DevScore(**state["best"]) if state["best"] else None
+    resumed_from = step if latest is not None else None
+    no_context = sum(1 for ex in examples if retriever is None and not ex.ctxs)
+
+    def save_checkpoint(folder: Path) -> None:
+        reader.save(folder)
+        torch.save({"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    "rng": _rng_state(), "losses": losses, "dev": [asdict(s) for s in scores],
+                    "best": None if best is None else asdict(best)}, folder / TRAINER_STATE)
+        (folder / "train_config.json").write_text(json.dumps(to_dict(config), indent=2) + "\n", encoding="utf-8")
+
+    def save_best(folder: Path) -> None:
+        reader.save(folder)
+        score = {} if best is None else asdict(best)
+        (folder / "dev_score.json").write_text(json.dumps(score, indent=2) + "\n", encoding="utf-8")
+
+    reader.model.train()
+    while step < config.steps:
+        batch = collate([examples[i] for i in _batch_indices(step, len(examples), config.reader.batch_size,
+                                                             config.seed)])
+        check_encodable(batch, reader.tokenizer, reader.name)
+        loss = _train_step(reader, batch, config)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        losses.append(loss)
+        if dev_examples and (step % config.eval_every == 0 or step == config.steps):
+            score = evaluate_reader(reader, ReaderCollator(retriever, reader.tokenizer, fmt), dev_examples,
+                                    step=step, batch_size=config.reader.batch_size, num_beams=config.reader.num_beams)
+            reader.model.train()
+            scores.append(score)
+            if best is None or (score.exact, score.f1) > (best.exact, best.f1):
+                best = score
+                _write_folder(out / "best", save_best)
+            if on_dev is not None:
+                on_dev(score)
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            _write_folder(out / f"{CHECKPOINT}{step:07d}", save_checkpoint)
+            _prune(out, config.keep_checkpoints)
+        if progress is not None:
+            progress(step, loss)
+    final = out / f"{CHECKPOINT}{step:07d}"  # the last step always writes one (or a resume found it)
+    return TrainSummary(config, losses, scores, best, final, out / "best" if best else None, resumed_from,
+                        no_context, time.perf_counter() - start)
+
+
+def _train_step(reader: FiDReader, batch: ReaderBatch, config: TrainReaderConfig) -> float:
+    """Forward and backward on one batch (gradients clipped); running out of memory says what would fit."""
+
+    def step(b: ReaderBatch) -> float:
+        loss = reader.loss(b)
+        torch.autograd.backward(loss)
+        return float(loss.detach())
+
+    try:
+        value = step(batch)
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        reader.model.zero_grad(set_to_none=True)
+        raise fit_in_memory(step, batch, reader.device, "training") from exc
+    if config.clip_norm > 0:
+        torch.nn.utils.clip_grad_norm_(reader.model.parameters(), config.clip_norm)
+    if not math.isfinite(value):
+        raise ConfigError(f"the training loss became {value}; lower --lr, or use bf16 rather than fp16")
+    return value
+
+
+def _prune(out: Path, keep: int) -> None:
+    found = sorted((p for p in out.glob(f"{CHECKPOINT}*") if p.name[len(CHECKPOINT):].isdigit()),
+                   key=lambda p: int(p.name[len(CHECKPOINT):]))
+    for old in found[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
