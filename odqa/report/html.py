@@ -35,8 +35,10 @@ def _percent(value: object) -> str:
 
 
 def summary_table(data: Mapping[str, Any]) -> str:
-    """One row per run: questions, answerable, recall@k for each k, EM and F1 (%) when it has predictions."""
-    ks: Sequence[int] = data["ks"]
+    """One row per run: questions, answerable, recall@k for each k up to the deepest run's depth, EM and F1 (%)
+    when it has predictions."""
+    depth = max((run["depth"] for run in data["runs"]), default=0)
+    ks: Sequence[int] = [k for k in data["ks"] if k <= depth] or data["ks"][:1]  # no R@100 for top-20 runs
     has_preds = any("exact" in run for run in data["runs"])
     head = ["run", "questions", "answerable", *(f"R@{k}" for k in ks)]
     if has_preds:

@@ -47,7 +47,7 @@ def report(demo_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     return out, json.loads(js.read_text(encoding="utf-8"))
 
 
-def _wait(condition: Callable[[], bool], seconds: float = 10) -> None:
+def _wait(condition: Callable[[], bool], seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
@@ -70,7 +70,6 @@ def test_report_in_headless_chromium(driver: Any, report: tuple[Path, dict[str, 
     page, data = report
     driver.get(page.as_uri())
     _wait(lambda: driver.execute_script("return window.odqaReady !== undefined"))
-    assert driver.execute_script("return performance.getEntriesByType('paint').length") >= 1
 
     rows = driver.find_elements(By.CSS_SELECTOR, "table.summary tbody tr")
     assert [r.find_element(By.CSS_SELECTOR, "td.name").text.splitlines()[0] for r in rows] == ["bm25", "original"]
