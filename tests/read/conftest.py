@@ -6,11 +6,23 @@ in seconds, so tests can check real learning.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from reader_tasks import vocabulary_texts, word_tokenizer
+
+
+@pytest.fixture(scope="package", autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny models on a shared 2-core machine: one torch thread is 20x faster than two contending ones."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,105 @@
+"""Training the reader: it learns, checkpoints are atomic, a resumed run takes the uninterrupted run's next steps."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from reader_tasks import copy_task
+from safetensors.torch import load_file
+
+from odqa.errors import ConfigError, InputError
+from odqa.read.config import ReadConfig, TrainReaderConfig
+from odqa.read.data import ReaderFormat
+from odqa.read.infer import read
+from odqa.read.train import latest_checkpoint, train_reader
+
+
+def _config(model: Path, **changes: object) -> TrainReaderConfig:
+    reader = ReadConfig(model=str(model), n_context=3, max_length=24, answer_max_length=6, batch_size=8,
+                        device="cpu")
+    base = TrainReaderConfig(reader=reader, steps=100, lr=3e-3, warmup_steps=10, schedule="constant",
+                             checkpoint_every=100, eval_every=50, seed=0)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_training_learns_to_copy_the_answer_from_the_right_passage(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    # the same question every time: only the passages, shuffled among distractors, say what the answer is
+    train = copy_task(8, two_answers=2)
+    summary = train_reader(train, tmp_path / "run", _config(tiny_reader_dir), dev=train)
+    assert summary.losses[-1] < summary.losses[0] / 20
+    assert summary.best is not None and summary.best.exact == 1.0
+    assert [s.step for s in summary.dev] == [50, 100]
+    assert summary.best_dir == tmp_path / "run" / "best" and (summary.best_dir / "dev_score.json").is_file()
+    assert summary.checkpoint == tmp_path / "run" / "checkpoint-0000100"
+    predictions = list(read(train, ReadConfig(model=str(summary.best_dir), n_context=3, max_length=24,
+                                              batch_size=4, device="cpu")))
+    assert [p.answers for p in predictions] == [ex.answers for ex in train]
+    assert predictions[-1].prediction == " and ".join(train[-1].answers)  # two answers, joined and split back
+
+
+def test_multi_answer_targets_round_trip_through_the_connector() -> None:
+    for joiner in (" and ", " ; ", " $and "):
+        fmt = ReaderFormat(answer_joiner=joiner)
+        for answers in (["Real Madrid"], ["Real Madrid", "Inter Milan"], ["A", "B", "C"]):
+            assert fmt.split(fmt.target(answers)) == answers
+    first = ReaderFormat(answer_joiner=None)
+    assert first.target(["Tom and Jerry", "T&J"]) == "Tom and Jerry"
+    assert first.split("Tom and Jerry") == ["Tom and Jerry"]
+    assert ReaderFormat().split("") == []
+
+
+def _parameters(folder: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_a_resumed_run_takes_the_same_next_steps(tmp_path: Path, dropout_reader_dir: Path) -> None:
+    train = copy_task(6)
+    config = _config(dropout_reader_dir, steps=6, checkpoint_every=3, warmup_steps=2, schedule="linear", lr=1e-2)
+    config = replace(config, reader=replace(config.reader, batch_size=4))  # 2 batches per epoch: order reshuffles
+    whole = train_reader(train, tmp_path / "whole", config)
+
+    class Interrupted(Exception):
+        pass
+
+    def stop_after_three(step: int, loss: float) -> None:
+        if step == 3:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        train_reader(train, tmp_path / "cut", config, progress=stop_after_three)
+    assert latest_checkpoint(tmp_path / "cut") == tmp_path / "cut" / "checkpoint-0000003"
+    resumed = train_reader(train, tmp_path / "cut", config, resume=True)
+    assert resumed.resumed_from == 3
+    assert resumed.losses == whole.losses  # steps 4-6 bitwise as the uninterrupted run's
+    final, final_resumed = _parameters(whole.checkpoint), _parameters(resumed.checkpoint)
+    assert final.keys() == final_resumed.keys()
+    assert all(torch.equal(final[k], final_resumed[k]) for k in final)
+    assert sorted(p.name for p in (tmp_path / "cut").iterdir()) == ["checkpoint-0000003", "checkpoint-0000006"]
+
+
+def test_old_checkpoints_are_pruned_and_no_temporary_folder_is_left(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    config = _config(tiny_reader_dir, steps=5, checkpoint_every=1, keep_checkpoints=2)
+    train_reader(copy_task(4), tmp_path / "run", config)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint-0000004", "checkpoint-0000005"]
+    assert (tmp_path / "run" / "checkpoint-0000005" / "trainer.pt").is_file()
+
+
+def test_an_existing_run_is_not_overwritten_and_resume_needs_a_checkpoint(tmp_path: Path,
+                                                                          tiny_reader_dir: Path) -> None:
+    config = _config(tiny_reader_dir, steps=1)
+    with pytest.raises(InputError, match="holds no checkpoint-\\* folder to resume from"):
+        train_reader(copy_task(2), tmp_path / "run", config, resume=True)
+    train_reader(copy_task(2), tmp_path / "run", config)
+    with pytest.raises(ConfigError, match=re.escape("already holds checkpoint-0000001; pass --resume")):
+        train_reader(copy_task(2), tmp_path / "run", config)
+
+
+def test_fp16_training_is_refused(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    config = _config(tiny_reader_dir)
+    config = replace(config, reader=replace(config.reader, precision="fp16"))
+    with pytest.raises(ConfigError, match="train with bf16"):
+        train_reader(copy_task(2), tmp_path / "run", config)
