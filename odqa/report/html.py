@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 from importlib import resources
+from pathlib import PurePath
 from typing import Any
 
 from odqa._version import __version__
@@ -49,7 +50,7 @@ def summary_table(data: Mapping[str, Any]) -> str:
         missing = f' <span class="muted">({run["missing"]} missing)</span>' if run["missing"] else ""
         tds = [
             f'<td class="name"><span class="dot run-{i}"></span>{escape(run["name"])}'
-            f'<div class="path">{escape(run["path"])}</div></td>',
+            f'<div class="path" title="{escape(run["path"])}">{escape(PurePath(run["path"]).name)}</div></td>',
             f'<td>{run["questions"]}{missing}</td>',
             f'<td>{run["answerable"]}</td>',
         ]
@@ -57,7 +58,8 @@ def summary_table(data: Mapping[str, Any]) -> str:
             value = run["recall"][str(k)]
             beyond = k > run["depth"]
             note = f' title="only {run["depth"]} passages per question: recall@{run["depth"]}"' if beyond else ""
-            tds.append(f'<td class="num{" beyond" if beyond else ""}"{note}>{_fraction(value)}</td>')
+            tds.append(f'<td class="num recall{" beyond" if beyond else ""}" data-run="{i}" data-k="{k}"{note}>'
+                       f"{_fraction(value)}</td>")
         if has_preds:
             tds += [f'<td class="num">{_percent(run.get("exact"))}</td>',
                     f'<td class="num">{_percent(run.get("f1"))}</td>']

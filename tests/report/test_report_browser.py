@@ -1,6 +1,7 @@
-"""The report in a real browser: headless Chromium opens a report of two runs over the shipped TimeQA slice (BM25
-and the original passage order), finds the summary, the chart and highlighted answers, applies filters and checks
-the count of questions shown against the report's own data, and saves a screenshot.
+"""The report in a real browser: headless Chromium opens a report of two runs over the shipped TimeQA slice (BM25,
+with predictions, and the original passage order), finds the summary, the chart, highlighted answers and marked
+predictions, applies filters and checks the count of questions shown against the report's own data, and saves a
+screenshot.
 
 Needs the Debian packages ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them) and selenium (dev extra).
 Skipped where they are missing, except under CI (``CI`` set), where a missing browser fails the test.
@@ -40,10 +41,15 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def report(demo_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     import json
 
+    from odqa.io import read_fid, write_jsonl
+
     folder = tmp_path_factory.mktemp("report")
-    out, js = folder / "report.html", folder / "report.json"
-    write_report(ReportConfig((RunSpec(str(demo_runs["bm25"])), RunSpec(str(demo_runs["original"]))), str(out),
-                              json_out=str(js)))
+    out, js, pred = folder / "report.html", folder / "report.json", folder / "pred.jsonl"
+    # a reader's predictions for the BM25 run: the gold answer for two questions in three, "1900" otherwise
+    write_jsonl(pred, [{"id": e.id, "prediction": e.answers[0] if e.answers and i % 3 else "1900"}
+                       for i, e in enumerate(read_fid(demo_runs["bm25"]))])
+    write_report(ReportConfig((RunSpec(str(demo_runs["bm25"]), predictions=str(pred)),
+                               RunSpec(str(demo_runs["original"]))), str(out), json_out=str(js)))
     return out, json.loads(js.read_text(encoding="utf-8"))
 
 
@@ -77,6 +83,10 @@ def test_report_in_headless_chromium(driver: Any, report: tuple[Path, dict[str, 
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg.chart polyline.curve")) == 2
     assert _count(driver) == "108 of 108 questions"
 
+    assert "EM %" in driver.find_element(By.CSS_SELECTOR, "table.summary").text
+    right = driver.find_elements(By.CSS_SELECTOR, "#list .pred.right")
+    wrong = driver.find_elements(By.CSS_SELECTOR, "#list .pred.wrong")
+    assert right and wrong and right[0].text.startswith("✓") and wrong[0].text == "✗ 1900"
     marks = driver.find_elements(By.CSS_SELECTOR, "#list mark")
     assert marks and all(m.text for m in marks[:20])
     first = driver.find_element(By.CSS_SELECTOR, "#list article.card")
@@ -120,4 +130,10 @@ def test_report_in_headless_chromium(driver: Any, report: tuple[Path, dict[str, 
     keys = [float("inf") if by_id[qid] is None else by_id[qid] for qid in ranks]
     assert keys == sorted(keys, reverse=True) and keys[0] == float("inf")
     driver.save_screenshot(str(tmp_path / "sorted.png"))
+
+    driver.find_element(By.CSS_SELECTOR, 'table.summary td.recall[data-run="0"][data-k="5"]').click()
+    missed = sum(bool(q["answers"]) and (q["runs"][0]["first"] is None or q["runs"][0]["first"] > 5)
+                 for q in data["questions"])
+    assert missed == round(89 * (1 - data["runs"][0]["recall"]["5"]))
+    assert _count(driver) == f"{missed} of 108 questions"
     assert (tmp_path / "report.png").stat().st_size > 20_000

@@ -185,3 +185,20 @@ def test_cli_rejects_more_predictions_than_runs(demo_runs: dict[str, Path], tmp_
     result = runner.invoke(app, ["report", str(demo_runs["bm25"]), "--pred", "a.jsonl", "--pred", "b.jsonl",
                                  "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 1 and "ConfigError" in result.output and "at most one" in result.output
+
+
+def test_atlas_output_with_its_own_generations(tmp_path: Path) -> None:
+    atlas = tmp_path / "atlas-step-1.jsonl"
+    write_jsonl(atlas, [
+        {"id": "a1", "query": "ignored", "question": "Where is the Louvre?", "answers": ["Paris"],
+         "generation": "Paris", "passages": [{"title": "Louvre", "text": "The Louvre is in Paris."},
+                                             {"title": "Lyon", "text": "Lyon is a city."}]},
+        {"id": "a2", "question": "Who painted it?", "answers": ["Leonardo da Vinci"], "generation": "Raphael",
+         "passages": [{"title": "Mona Lisa", "text": "Painted by Leonardo da Vinci."}]},
+    ])
+    data = build_report_data([RunSpec(str(atlas), predictions=str(atlas))])
+    first, second = (q["runs"][0] for q in data["questions"])
+    assert (first["first"], first["s"], first["pred"], first["em"]) == (1, [None, None], "Paris", 1.0)
+    assert (second["first"], second["pred"], second["em"]) == (1, "Raphael", 0.0)
+    run = data["runs"][0]
+    assert (run["name"], run["exact"], run["predicted"], run["recall"]["1"]) == ("atlas-step-1", 50.0, 2, 1.0)
