@@ -20,6 +20,7 @@ from odqa.errors import ConfigError
 __all__ = [
     "ChunkConfig",
     "EmbedConfig",
+    "EmbedPrecision",
     "HybridConfig",
     "RefineConfig",
     "RerankConfig",
@@ -31,6 +32,7 @@ __all__ = [
 Scorer = Literal["dense", "bm25", "hybrid", "original"]
 Pooling = Literal["cls", "mean"]
 Precision = Literal["fp32", "fp16", "bf16"]
+EmbedPrecision = Literal["auto", "fp32", "fp16", "bf16"]  # auto: the fastest measured on the device (odqa.embed)
 C = TypeVar("C")
 
 
@@ -62,13 +64,16 @@ class EmbedConfig:
     passage_prompt: str | None = None
     batch_size: int | None = None  # None = 16 on CPU, 128 on GPU (CPU: small batches measured fastest)
     device: str | None = None  # None = sentence-transformers' choice (cuda if present)
-    precision: Precision = "fp32"
+    precision: EmbedPrecision = "auto"  # resolved when the encoder is built; the resolved value is written out
     cache_dir: str | None = None  # persistent embedding cache; None = default user cache, "" = off
+    cache_limit_gb: float = 2.0  # past this size the least recently used vectors are evicted
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
-        _check_choice("precision", self.precision, ("fp32", "fp16", "bf16"))
+        _check_choice("precision", self.precision, get_args(EmbedPrecision))
+        if not self.cache_limit_gb > 0:
+            raise ConfigError(f"cache_limit_gb must be > 0, got {self.cache_limit_gb}")
         if self.pooling is not None:
             _check_choice("pooling", self.pooling, get_args(Pooling))
 

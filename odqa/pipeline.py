@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,13 +92,15 @@ def refine_to_file(
     progress: Progress | None = None,
 ) -> RefineSummary:
     """Refine ``examples`` (see :func:`odqa.refine.refine`), write the top k of each question as FiD JSON Lines
-    to ``out`` and the resolved config beside it (``<out>.config.json``).
+    to ``out`` and the resolved config beside it (``<out>.config.json``, with the precision the encoder used).
 
     ``encoder`` is needed by the dense and hybrid scorers and must be built from ``config.embed``; the caller
     owns (and closes) it. Input in which no question has a candidate passage is an :class:`InputError` and
     writes nothing: refinement only ranks candidates, it does not find them.
     """
     config = config or RefineConfig()
+    if encoder is not None:  # the resolved precision ("auto" -> bf16, ...) is what the written config records
+        config = replace(config, embed=replace(config.embed, precision=encoder.precision))
     stats = RefineStats()
     encoded_before = encoder.encoded if encoder is not None else 0
     started = time.perf_counter()

@@ -54,6 +54,19 @@ def test_refine_hybrid_with_bundled_model_and_atlas_key(tmp_path: Path, minilm_p
     assert "fewer than k=100" in result.output
 
 
+def test_refine_no_cache_writes_no_cache_and_records_the_resolved_precision(
+    tmp_path: Path, minilm_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ODQA_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "dense.jsonl"
+    result = runner.invoke(app, ["refine", str(write_questions(tmp_path / "q.jsonl")), "--out", str(out),
+                                 "--scorer", "dense", "--no-cache", "--k", "1"])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "cache").exists()
+    config = json.loads((tmp_path / "dense.jsonl.config.json").read_text())
+    assert config["embed"]["cache_dir"] == "" and config["embed"]["precision"] in ("fp32", "bf16")
+
+
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [

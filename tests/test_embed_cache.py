@@ -158,8 +158,8 @@ def test_without_wal_the_cache_falls_back_to_a_rollback_journal(
         again = EmbeddingCache(tmp_path, "fp")  # what was written persists
         assert list(again.get_many(["a", "b"])) == ["a"]
         again.close()
-    assert not (tmp_path / "fp.sqlite-wal").exists()
-    on_disk = _REAL_CONNECT(tmp_path / "fp.sqlite")
+    assert not (tmp_path / "embeddings.sqlite-wal").exists()
+    on_disk = _REAL_CONNECT(tmp_path / "embeddings.sqlite")
     assert on_disk.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     on_disk.close()
 
@@ -179,3 +179,77 @@ def test_two_threads_encode_against_one_cache(shared_encoder: Encoder, minilm_en
         for got, want in zip(results, expected, strict=True):
             np.testing.assert_allclose(got, want, atol=1e-5)
         assert shared_encoder.encoded == 8  # 2 threads x 4 distinct texts, each encoded once, ever
+
+
+def _vector(text: str) -> np.ndarray:
+    """A vector that depends on the text only, so any process can check what it reads back."""
+    seed = int.from_bytes(text.encode()[-4:].rjust(4, b"\0"), "little")
+    return np.random.default_rng(seed).random(96, dtype=np.float32)
+
+
+def test_past_its_limit_the_cache_evicts_the_least_recently_used(tmp_path: Path) -> None:
+    limit = 256 << 10
+    with EmbeddingCache(tmp_path, "fp", limit_bytes=limit) as cache:
+        cache.put_many({"kept": _vector("kept")})
+        for round_ in range(40):
+            cache.get_many(["kept"])  # read again and again: recently used, never evicted
+            cache.put_many({f"t{round_}-{i}": _vector(f"t{round_}-{i}") for i in range(20)})
+        info = cache.info()
+        assert info.bytes_used <= limit
+        assert "kept" in cache.get_many(["kept"])
+        assert not cache.get_many(["t0-0", "t0-1"])  # the oldest, never read again, were evicted
+        assert cache.get_many(["t39-0"])  # the newest stayed
+        assert 0 < info.vectors < 1 + 40 * 20
+
+
+def _fill(folder: str, worker: int) -> int:
+    with EmbeddingCache(Path(folder), "fp", limit_bytes=192 << 10) as cache:
+        wrong = 0
+        for round_ in range(30):
+            texts = [f"w{worker}-{round_}-{i}" for i in range(15)] + [f"shared-{i}" for i in range(10)]
+            cache.put_many({t: _vector(t) for t in texts})
+            found = cache.get_many(texts + [f"w{1 - worker}-{round_}-{i}" for i in range(15)])
+            wrong += sum(not np.array_equal(v, _vector(t)) for t, v in found.items())
+        return wrong
+
+
+def test_two_processes_share_one_bounded_cache(tmp_path: Path) -> None:
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        wrong = pool.starmap(_fill, [(str(tmp_path), 0), (str(tmp_path), 1)])
+    assert wrong == [0, 0]  # every vector read back is the one written for its text
+    with EmbeddingCache(tmp_path, "fp", limit_bytes=192 << 10) as cache:
+        info = cache.info()
+        assert info.vectors > 0 and info.bytes_used <= 192 << 10
+
+
+def test_precision_is_part_of_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Encoder, "_load", lambda self: SimpleNamespace(device="cpu"))
+    fingerprints = set()
+    for precision in ("fp32", "bf16"):
+        with Encoder(EmbedConfig(model="minilm", cache_dir=str(tmp_path), device="cpu",
+                                 precision=precision)) as encoder:  # type: ignore[arg-type]
+            fingerprints.add(encoder.fingerprint)
+            assert encoder.precision == precision
+    assert len(fingerprints) == 2
+    with EmbeddingCache(tmp_path, "") as cache:
+        assert len(cache.info().models) == 2  # both settings are listed by `odqa cache info`
+
+
+def test_cache_info_and_clear_commands(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+
+    runner = CliRunner()
+    empty = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path / "none")])
+    assert empty.exit_code == 0 and "no embedding cache" in empty.output
+    with EmbeddingCache(tmp_path, "fp", identity='{"model": "m", "precision": "bf16"}') as cache:
+        cache.put_many({f"t{i}": _vector(f"t{i}") for i in range(7)})
+    info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
+    assert info.exit_code == 0 and "m (bf16, fp)" in info.output and "7" in info.output
+    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
+    assert cleared.exit_code == 0 and "cleared 7 vectors" in cleared.output
+    with EmbeddingCache(tmp_path, "fp") as cache:
+        assert cache.info().vectors == 0

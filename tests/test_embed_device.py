@@ -67,3 +67,15 @@ def test_a_device_this_machine_has_is_accepted(gpus: int, device: str, monkeypat
 def test_no_device_leaves_the_choice_to_sentence_transformers(no_model_load: type[Exception]) -> None:
     with pytest.raises(no_model_load):
         Encoder(EmbedConfig(model="minilm", cache_dir=""))
+
+
+def test_auto_precision_is_the_fastest_measured_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    from odqa.embed import encoder as encoder_module
+    from odqa.embed import resolve_precision
+
+    assert resolve_precision("fp16", "cpu") == "fp16"  # an explicit choice is kept
+    assert resolve_precision("auto", "cuda:0") == "fp16"
+    assert resolve_precision("auto", "mps") == "fp32"
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda native=native: native)
+        assert resolve_precision("auto", "cpu") == expected

@@ -158,13 +158,24 @@ def test_an_encoder_built_for_other_settings_is_refused(minilm_encoder: Any) -> 
 
     for embed, named in [(EmbedConfig(model="bge-base"), "model 'sentence-transformers/all-MiniLM-L6-v2' (encoder)"),
                          (EmbedConfig(query_prompt="query: "), "query_prefix '' (encoder) vs 'query: ' (config)"),
-                         (EmbedConfig(precision="bf16"), "precision 'fp32' (encoder) vs 'bf16' (config)")]:
+                         (EmbedConfig(precision="fp16"),
+                          f"precision {minilm_encoder.precision!r} (encoder) vs 'fp16' (config)")]:
         with pytest.raises(ConfigError, match=re.escape(named)):
             list(refine([example()], RefineConfig(scorer="dense", embed=embed), minilm_encoder))
     # run settings that leave the vectors unchanged (device, batch size, cache) are not a mismatch
     same = EmbedConfig(batch_size=4, cache_dir="", device="cpu")
     (result,) = refine([example()], RefineConfig(scorer="dense", embed=same), minilm_encoder)
     assert result.hits[0].passage.id == "b"
+
+
+def test_the_written_config_names_the_precision_auto_resolved_to(minilm_encoder: Any, tmp_path: Path) -> None:
+    from odqa.config import EmbedConfig
+    from odqa.pipeline import refine_to_file
+
+    assert EmbedConfig().precision == "auto" and minilm_encoder.precision in ("fp32", "bf16")
+    summary = refine_to_file([example()], tmp_path / "out.jsonl", RefineConfig(scorer="dense"), minilm_encoder)
+    written = json.loads(summary.config_file.read_text(encoding="utf-8"))
+    assert written["embed"]["precision"] == summary.config.embed.precision == minilm_encoder.precision
 
 
 def test_refine_to_file_writes_fid_config_and_summary(tmp_path: Path) -> None:

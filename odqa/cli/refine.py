@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from odqa.cli._app import app, console, guarded
-from odqa.config import Pooling, Precision, Scorer
+from odqa.config import EmbedPrecision, Pooling, Scorer
 
 if TYPE_CHECKING:
     from odqa.config import RefineConfig
@@ -38,8 +38,14 @@ def refine_command(
                                                  )] = None,
     batch_size: Annotated[int | None, typer.Option(help="Encoder batch size (default 16 on CPU, 128 on GPU).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
-    precision: Annotated[Precision | None, typer.Option(help="Half precision is for GPUs (default fp32).")] = None,
-    cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder ('' = no cache).")] = None,
+    precision: Annotated[EmbedPrecision | None, typer.Option(
+        help="auto (default): the fastest measured on the device (bf16 on CPUs with AVX-512 BF16/AMX, fp16 on "
+             "CUDA, else fp32); the choice is written in the config beside the output.")] = None,
+    cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder (default: the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Encode everything; read and write no cache.")
+                        ] = False,
+    cache_limit_gb: Annotated[float | None, typer.Option(
+        help="Embedding cache size limit; least recently used vectors are evicted past it (default 2).")] = None,
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
@@ -57,7 +63,8 @@ def refine_command(
             "chunk.words": words, "chunk.stride": stride, "chunk.chars": chars,
             "embed.model": model, "embed.pooling": pooling, "embed.normalize": normalize,
             "embed.query_prompt": query_prompt, "embed.batch_size": batch_size, "embed.device": device,
-            "embed.precision": precision, "embed.cache_dir": cache_dir,
+            "embed.precision": precision, "embed.cache_dir": "" if no_cache else cache_dir,
+            "embed.cache_limit_gb": cache_limit_gb,
         },
     )
     summary = _run(source, out, cfg)
