@@ -17,6 +17,7 @@ from odqa.errors import (
     ModelError,
     OdqaError,
     OutputError,
+    ResourceError,
 )
 from odqa.index.build import build_index
 from odqa.index.config import IndexConfig
@@ -58,6 +59,7 @@ __all__ = [
     "RerankConfig",
     "Reranked",
     "Reranker",
+    "ResourceError",
     "RetrieveConfig",
     "RetrieveSummary",
     "Retriever",

@@ -46,6 +46,7 @@ HOMES = {
     "RerankConfig": "odqa.config",
     "Reranked": "odqa.retrieve.rerank",
     "Reranker": "odqa.retrieve.protocol",
+    "ResourceError": "odqa.errors",
     "RetrieveConfig": "odqa.retrieve.run",
     "RetrieveSummary": "odqa.retrieve.run",
     "Retriever": "odqa.retrieve.protocol",
@@ -95,7 +96,7 @@ def test_each_name_is_the_object_defined_in_its_home_module(name: str) -> None:
 def test_each_name_is_the_kind_it_claims() -> None:
     errors = {name for name in HOMES if name.endswith("Error")}
     assert errors == {"ConfigError", "CrawlError", "DependencyError", "FormatError", "IndexFormatError",
-                      "IndexMismatchError", "InputError", "ModelError", "OdqaError", "OutputError"}
+                      "IndexMismatchError", "InputError", "ModelError", "OdqaError", "OutputError", "ResourceError"}
     for name in errors:
         assert issubclass(getattr(odqa, name), odqa.OdqaError) and issubclass(odqa.OdqaError, Exception)
     assert issubclass(odqa.FormatError, odqa.InputError) and issubclass(odqa.IndexFormatError, odqa.InputError)
