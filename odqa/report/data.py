@@ -145,7 +145,7 @@ def build_report_data(
                 flags[r].append([bool(spans.get(pid)) for pid in pids])
         rows.append({
             "id": example.id, "question": example.question, "answers": list(example.answers),
-            "spans": {str(pid): [list(s) for s in found] for pid, found in spans.items() if found},
+            "spans": {str(pid): [list(span) for span in where] for pid, where in spans.items() if where},
             "runs": per_run,
         })
 
@@ -154,8 +154,8 @@ def build_report_data(
         depth = max((len(row["runs"][r]["p"]) for row in rows if row["runs"][r] is not None), default=0)
         summary: dict[str, Any] = {
             "name": names[r], "path": run.path, "predictions": run.predictions,
-            "questions": sum(row["runs"][r] is not None for row in rows), "missing": sum(
-                row["runs"][r] is None for row in rows),
+            "questions": sum(row["runs"][r] is not None for row in rows),
+            "missing": sum(row["runs"][r] is None for row in rows),
             "answerable": len(flags[r]), "depth": depth,
             "recall": {str(k): v for k, v in recall_at_k(flags[r], sorted(set(ks))).items()},
             "curve": list(recall_at_k(flags[r], range(1, depth + 1)).values()) if flags[r] else [],
