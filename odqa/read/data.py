@@ -121,7 +121,7 @@ class ReaderCollator:
         n = fmt.n_passages
         questions = [ex.question for ex in examples]
         if self.retriever is None:
-            hits = StaticRetriever(examples, "the examples' own ctxs").lookup([ex.id for ex in examples], n)
+            hits = [StaticRetriever([ex], "its own ctxs").lookup([ex.id], n)[0] for ex in examples]  # ids may repeat
         else:
             hits = [row[:n] for row in self.retriever.search(questions, n)] if examples else []
         texts = []

@@ -141,3 +141,10 @@ def test_a_batch_beyond_memory_says_what_fits(reader: FiDReader, batch_size: int
     with pytest.raises(ResourceError, match=re.escape(fix)) as caught:
         predict(small, collate, examples)
     assert "do not fit in memory on cpu (reading)" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_examples_with_a_repeated_id_each_read_their_own_passages(reader: FiDReader) -> None:
+    first, second = copy_task(2)
+    twin = Example(first.id, second.question, second.answers, ctxs=second.ctxs)
+    batch = _batch(reader, [first, twin], n=3)
+    assert [h.passage.id for h in batch.hits[1]] == [d.id for d in second.ctxs or ()]

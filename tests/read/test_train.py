@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import torch
 from reader_tasks import copy_task
 from safetensors.torch import load_file
 
-from odqa.errors import ConfigError, InputError
+from odqa.errors import ConfigError, InputError, ResourceError
 from odqa.read.config import ReadConfig, TrainReaderConfig
-from odqa.read.data import ReaderFormat
+from odqa.read.data import ReaderBatch, ReaderFormat
 from odqa.read.infer import read
+from odqa.read.model import FiDReader
 from odqa.read.train import latest_checkpoint, train_reader
+from odqa.records import Example, Hit, Passage
 
 
 def _config(model: Path, **changes: object) -> TrainReaderConfig:
@@ -103,3 +106,50 @@ def test_fp16_training_is_refused(tmp_path: Path, tiny_reader_dir: Path) -> None
     config = replace(config, reader=replace(config.reader, precision="fp16"))
     with pytest.raises(ConfigError, match="train with bf16"):
         train_reader(copy_task(2), tmp_path / "run", config)
+
+
+class _CodeRetriever:
+    """Serves each question's passages by its text, as an index would; records every search."""
+
+    def __init__(self, examples: list[Example]) -> None:
+        self.by_question = {ex.question: [Hit(Passage(d.id, d.id, d.title, d.text), 0.0) for d in ex.ctxs or ()]
+                            for ex in examples}
+        self.calls: list[tuple[int, int]] = []
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        self.calls.append((len(queries), k))
+        return [self.by_question[q][:k] for q in queries]
+
+
+def test_training_fetches_contexts_from_a_retriever(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    tasks = copy_task(4)
+    questions = [Example(ex.id, f"{ex.question} {ex.answers[0]}", ex.answers, ctxs=ex.ctxs) for ex in tasks]
+    retriever = _CodeRetriever(questions)
+    bare = [Example(ex.id, ex.question, ex.answers) for ex in questions]  # no ctxs: only the retriever has them
+    config = _config(tiny_reader_dir, steps=3, eval_every=3)
+    config = replace(config, reader=replace(config.reader, batch_size=2))
+    summary = train_reader(bare, tmp_path / "run", config, dev=bare[:2], retriever=retriever)
+    assert retriever.calls == [(2, 3)] * 3 + [(2, 3)]  # one search per training batch, then the dev batch
+    assert summary.no_context == 0 and len(summary.losses) == 3 and summary.best is not None
+
+
+def test_a_training_batch_beyond_memory_says_what_fits(tmp_path: Path, tiny_reader_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    real_loss = FiDReader.loss
+
+    def small_memory_loss(self: FiDReader, batch: ReaderBatch) -> torch.Tensor:
+        if batch.input_ids.shape[0] * batch.input_ids.shape[1] > 6:
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
+        return real_loss(self, batch)
+
+    monkeypatch.setattr(FiDReader, "loss", small_memory_loss)
+    with pytest.raises(ResourceError, match=re.escape("8 question(s) x 3 passages x 18 tokens do not fit in memory "
+                                                      "on cpu (training); 2 x 3 fits: use --batch-size 2")):
+        train_reader(copy_task(8), tmp_path / "run", _config(tiny_reader_dir, steps=1))
+
+
+def test_gradient_checkpointing_gives_the_same_steps(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    config = _config(tiny_reader_dir, steps=3)
+    plain = train_reader(copy_task(8), tmp_path / "plain", config)
+    recomputed = train_reader(copy_task(8), tmp_path / "ckpt", replace(config, gradient_checkpointing=True))
+    assert recomputed.losses == pytest.approx(plain.losses, rel=1e-5)
