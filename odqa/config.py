@@ -29,7 +29,9 @@ __all__ = [
     "write_resolved",
 ]
 
-Scorer = Literal["dense", "bm25", "hybrid", "original"]
+Scorer = Literal["dense", "bm25", "hybrid", "original", "table", "table-hybrid"]
+#: Scorers that read a HybridQA table's structure (``odqa refine --tables``; odqa.tables): not for plain passages.
+TABLE_SCORERS: tuple[str, ...] = ("table", "table-hybrid")
 Pooling = Literal["cls", "mean"]
 Precision = Literal["fp32", "fp16", "bf16"]
 EmbedPrecision = Literal["auto", "fp32", "fp16", "bf16"]  # auto: the fastest measured on the device (odqa.embed)

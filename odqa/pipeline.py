@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from odqa.config import RefineConfig, write_resolved
 from odqa.errors import InputError
@@ -49,17 +49,26 @@ class WriteSummary:
 
 
 def write_results(
-    items: Iterable[Refined], out: str | Path, *, ks: Sequence[int] = RECALL_KS, ctx_key: CtxKey = "ctxs"
+    items: Iterable[Refined],
+    out: str | Path,
+    *,
+    ks: Sequence[int] = RECALL_KS,
+    ctx_key: CtxKey = "ctxs",
+    annotate: Callable[[Refined, dict[str, Any]], None] | None = None,
 ) -> WriteSummary:
     """Atomically write ranked questions as FiD JSON Lines (``has_answer`` marked) and measure answer recall.
 
-    An error raised while ``items`` is consumed leaves no output behind (nor replaces an earlier one).
+    ``annotate`` may add fields to each record before it is written (HybridQA: what each ctx is, where the
+    answer lies). An error raised while ``items`` is consumed leaves no output behind (nor replaces an earlier
+    one).
     """
     flags: list[list[bool]] = []
 
-    def records() -> Iterator[dict[str, object]]:
+    def records() -> Iterator[dict[str, Any]]:
         for item in items:
             record = fid_record(item, ctx_key)
+            if annotate is not None:
+                annotate(item, record)
             if item.example.answers:
                 flags.append([bool(ctx["has_answer"]) for ctx in record[ctx_key]])
             yield record

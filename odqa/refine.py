@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from odqa.chunk import chunk
-from odqa.config import EmbedConfig, RefineConfig
+from odqa.config import TABLE_SCORERS, EmbedConfig, RefineConfig
 from odqa.errors import ConfigError
 from odqa.evaluate.answers import has_answer
 from odqa.io import CtxKey, example_to_fid
@@ -29,7 +29,16 @@ from odqa.retrieve.tokenize import Tokenizer, tokenize
 if TYPE_CHECKING:
     from odqa.embed import Encoder
 
-__all__ = ["RefineStats", "Refined", "check_encoder", "distinct_passages", "fid_record", "refine", "score_passages"]
+__all__ = [
+    "RefineStats",
+    "Refined",
+    "check_encoder",
+    "distinct_passages",
+    "fid_record",
+    "needs_encoder",
+    "refine",
+    "score_passages",
+]
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,7 @@ def score_passages(
     ``dense`` holds the question-passage similarities when the scorer needs them (dense, hybrid); ``tokens`` is
     the BM25 tokenizer (``refine`` passes a cached one, as questions share passages).
     """
+    _refuse_table_scorer(config)
     if config.scorer == "original":
         return -np.arange(len(passages), dtype=np.float64)
     if config.scorer == "bm25":
@@ -95,7 +105,15 @@ def score_passages(
     return weighted_fusion(arrays, coefficients)
 
 
-def _needs_dense(config: RefineConfig) -> bool:
+def _refuse_table_scorer(config: RefineConfig) -> None:
+    if config.scorer in TABLE_SCORERS:
+        raise ConfigError(f"scorer {config.scorer!r} ranks the rows and linked passages of HybridQA tables: give the "
+                          "tables (`odqa refine QUESTIONS --tables WikiTables-WithLinks/`, odqa.tables."
+                          "refine_tables_to_file), or choose bm25, dense or hybrid")
+
+
+def needs_encoder(config: RefineConfig) -> bool:
+    """Whether ``config.scorer`` uses dense similarities (and so an :class:`~odqa.embed.Encoder`)."""
     return config.scorer in ("dense", "hybrid")
 
 
@@ -147,7 +165,8 @@ def refine(
     """
     config = config or RefineConfig()
     stats = stats if stats is not None else RefineStats()
-    if _needs_dense(config):
+    _refuse_table_scorer(config)
+    if needs_encoder(config):
         if encoder is None:
             raise ConfigError(
                 f"scorer {config.scorer!r} needs an encoder: refine(examples, config, Encoder(config.embed))")
@@ -159,7 +178,7 @@ def refine(
         candidates = [distinct_passages(ps) for ps in chunked]
         stats.duplicates += sum(len(ps) for ps in chunked) - sum(len(ps) for ps in candidates)
         similarities: list[np.ndarray | None] = [None] * len(block)
-        if encoder is not None and _needs_dense(config):
+        if encoder is not None and needs_encoder(config):
             flat = [p for ps in candidates for p in ps]
             vectors = encoder.encode_passages(flat)
             queries = encoder.encode_queries([ex.question for ex in block])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -49,6 +50,9 @@ def refine_command(
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
+    tables: Annotated[Path | None, typer.Option(
+        help="HybridQA: the WikiTables-WithLinks folder; INPUT is then a HybridQA questions file, each question "
+             "ranked over its table's rows and linked passages (default scorer table-hybrid).")] = None,
 ) -> None:
     """Refine: keep the k best passages of each question's candidates (Complex-TR context refinement)."""
     from odqa.config import RefineConfig, load_config
@@ -57,7 +61,7 @@ def refine_command(
         RefineConfig,
         config,
         k=k,
-        scorer=scorer,
+        scorer=scorer or ("table-hybrid" if tables is not None else None),
         ctx_key="passages" if atlas else None,
         **{
             "chunk.words": words, "chunk.stride": stride, "chunk.chars": chars,
@@ -67,20 +71,26 @@ def refine_command(
             "embed.cache_limit_gb": cache_limit_gb,
         },
     )
-    summary = _run(source, out, cfg)
+    summary = _run(source, out, cfg, tables)
     _print_summary(summary)
 
 
-def _run(source: Path, out: Path, cfg: RefineConfig) -> RefineSummary:
+def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None) -> RefineSummary:
     """Read the input (its first record before the slow model load), then refine with a progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from odqa.inputs import load_examples
     from odqa.pipeline import refine_to_file
+    from odqa.refine import needs_encoder
 
-    examples = load_examples(source)
+    if tables is not None:
+        from odqa.tables import refine_tables_to_file
+
+        run = functools.partial(refine_tables_to_file, source, tables, out, cfg)
+    else:
+        run = functools.partial(refine_to_file, load_examples(source), out, cfg)
     encoder = None
-    if cfg.scorer in ("dense", "hybrid"):
+    if needs_encoder(cfg):
         from odqa.embed import Encoder
 
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
@@ -90,7 +100,7 @@ def _run(source: Path, out: Path, cfg: RefineConfig) -> RefineSummary:
     try:
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("refine", total=None)
-            return refine_to_file(examples, out, cfg, encoder, progress=lambda n: bar.advance(task, n))
+            return run(encoder, progress=lambda n: bar.advance(task, n))
     finally:
         if encoder is not None:
             encoder.close()

@@ -66,7 +66,7 @@ def load_dataset(path: str | Path) -> Iterator[Example]:
     if name == "hybridqa":
         raise InputError(
             f"{path} holds HybridQA questions, whose candidates are rows and linked passages of their tables: "
-            "read them with odqa.datasets.load_hybridqa(questions, tables_dir) and write a FiD file with "
-            "odqa.datasets.write_examples_fid, then refine that file"
+            "give the tables folder, `odqa refine QUESTIONS --tables WikiTables-WithLinks/ --out OUT.jsonl` "
+            "(odqa.tables.refine_tables_to_file), or read them with odqa.datasets.load_hybridqa(questions, tables_dir)"
         )
     return _LOADERS[name](path)

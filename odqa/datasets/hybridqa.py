@@ -9,7 +9,12 @@ Files, as the HybridQA repository lays them out:
   answer-text?, ...}``.
 
 A table becomes documents: one per row, ``"header: value"`` pairs (title = table title), and one per linked
-page, tied to the cells that link to it (``meta["cells"]``, ``[[row, column], ...]``).
+page, tied to the cells that link to it; ``meta["kind"]`` says which (``"row"`` or ``"passage"``) and
+``meta["cells"]`` which cells (``[[row, column], ...]``: every cell of a row, the linking cells of a page).
+
+Each question's ``meta["answer_from"]`` says where its answer lies, ``"table"`` (a cell) or ``"passage"`` (a
+linked page), as HybridQA splits its evaluation: from the official trace (``answer-node``, in the released
+``*.traced.json`` files) when the record has one, else found in the table itself (see :func:`answer_source`).
 """
 
 from __future__ import annotations
@@ -17,16 +22,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from odqa.errors import FormatError, InputError
+from odqa.evaluate.answers import has_answer
 from odqa.io import read_json, read_json_or_jsonl
 from odqa.records import Document, Example, Passage
 
 __all__ = [
+    "AnswerSource",
     "Cell",
     "Table",
+    "answer_source",
     "load_hybridqa",
     "load_table",
     "table_documents",
@@ -124,7 +132,8 @@ def table_documents(table: Table) -> tuple[Document, ...]:
         text = "; ".join(f"{name}: {cell.text}" for name, cell in zip(table.header, row, strict=True))
         links = sorted({link for cell in row for link in cell.links if link in table.passages})
         docs.append(Document(id=table.row_id(r), title=table.title, text=text, url=table.url,
-                             meta={"kind": "row", "table_id": table.id, "row": r, "links": links}))
+                             meta={"kind": "row", "table_id": table.id, "row": r, "links": links,
+                                   "cells": [[r, c] for c in range(len(row))]}))
     for link, cells in table.cells_linking().items():
         docs.append(Document(id=table.link_id(link), title=_page_title(link), text=table.passages[link],
                              meta={"kind": "passage", "table_id": table.id, "link": link,
@@ -135,6 +144,34 @@ def table_documents(table: Table) -> tuple[Document, ...]:
 def table_passages(table: Table) -> list[Passage]:
     """:func:`table_documents` as retrievable passages (ids keep the row or the link)."""
     return [Passage(id=d.id, doc_id=table.id, title=d.title, text=d.text) for d in table_documents(table)]
+
+
+AnswerSource = Literal["table", "passage"]
+
+
+def answer_source(record: Mapping[str, Any], table: Table) -> AnswerSource | None:
+    """Where a question's answer lies: ``"table"`` or ``"passage"``, or None when it cannot be told.
+
+    The official trace decides when the record has one (``answer-node``: ``[text, [row, column], link,
+    "table" | "passage"]`` per node; a question with any table node is a table question, as in the official
+    ``dev_reference.json`` split). Without it, as the released ``trace_answer.py`` looks, cells first:
+    ``"table"`` when a cell contains the answer (DPR has_answer: a whole-token span, so "2015" is in
+    "2015-2019"), else ``"passage"`` when a linked page does, else None.
+    """
+    nodes = record.get("answer-node")
+    if isinstance(nodes, list) and nodes:
+        kinds = {node[3] for node in nodes if isinstance(node, list) and len(node) == 4}
+        if "table" in kinds:
+            return "table"
+        return "passage" if "passage" in kinds else None
+    answer = record.get("answer-text")
+    if not isinstance(answer, str):
+        return None
+    if any(has_answer(cell.text, [answer]) for row in table.rows for cell in row):
+        return "table"
+    if any(has_answer(table.passages[link], [answer]) for link in table.cells_linking()):
+        return "passage"
+    return None
 
 
 def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Example]:
@@ -159,7 +196,8 @@ def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Exa
         table = tables[table_id]
         known = {"question_id", "question", "table_id", "answer-text"}
         meta = {k: v for k, v in obj.items() if k not in known} | {
-            "dataset": "hybridqa", "table_id": table_id, "table_title": table.title}
+            "dataset": "hybridqa", "table_id": table_id, "table_title": table.title,
+            "answer_from": answer_source(obj, table)}
         answers = () if answer is None else (answer,)
         yield Example(id=str(qid), question=question, answers=answers, ctxs=table_documents(table),
                       meta=meta)

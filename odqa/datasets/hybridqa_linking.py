@@ -137,7 +137,7 @@ class TableRetriever:
         self._hop = hop
         self._passage_weight = passage_weight
         self._tau = tau
-        self._passages = table_passages(table)
+        self.passages = table_passages(table)  # the candidates, in the order of scores(): rows, then linked pages
         self._row_count = len(table.rows)
         self._cells_of = table.cells_linking()
         self._links = list(self._cells_of)
@@ -147,7 +147,7 @@ class TableRetriever:
         self._sentence_owner = [i for i, _ in sentences]
         self._sentences = [sentence.lower() for _, sentence in sentences]
         self._sentence_tfidf = _TfIdf([sentence for _, sentence in sentences], sizes=(2, 3))
-        self._row_tfidf = _TfIdf([p.text for p in self._passages[: self._row_count]], sizes=(1, 2))
+        self._row_tfidf = _TfIdf([p.text for p in self.passages[: self._row_count]], sizes=(1, 2))
         self._cell_tokens = [[_tokens(cell.text) for cell in row] for row in table.rows]
         columns = list(zip(*table.rows, strict=True)) if table.rows else []
         self._numbers = [self._typed([_number(c.text) for c in col]) for col in columns]
@@ -237,7 +237,18 @@ class TableRetriever:
             raise ConfigError(f"k must be >= 1, got {k}")
         return [self._rank(query)[:k] for query in queries]
 
-    def _rank(self, question: str) -> list[Hit]:
+    @property
+    def rows_of_links(self) -> list[list[int]]:
+        """For each linked page (in candidate order, after the rows), the rows whose cells link to it."""
+        return self._rows_of
+
+    def numeric_rows(self, question: str) -> set[int]:
+        """Rows holding a cell that a comparison ("more than 300,000") or superlative ("highest", "earliest")
+        in the question selects; empty when the question has neither."""
+        return {c.row for c in (*self._compared(question), *self._superlative(question))}
+
+    def scores(self, question: str) -> list[float]:
+        """The linker's score of every candidate, in :attr:`passages` order (rows, then linked pages)."""
         passage_scores = self._passage_scores(question)
         rows = [0.0] * self._row_count
         for cell in self._link(question, passage_scores):
@@ -250,6 +261,9 @@ class TableRetriever:
                 max(row_scores[r] for r in row_ids) * (self._hop + (1 - self._hop) * own))
             for row_ids, own in zip(self._rows_of, own_scores, strict=True)
         ]
-        scored = list(zip(self._passages, [*row_scores, *link_scores], strict=True))
+        return [*row_scores, *link_scores]
+
+    def _rank(self, question: str) -> list[Hit]:
+        scored = list(zip(self.passages, self.scores(question), strict=True))
         order = sorted(range(len(scored)), key=lambda i: -scored[i][1])
         return [Hit(scored[i][0], scored[i][1]) for i in order]
