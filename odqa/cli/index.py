@@ -11,10 +11,12 @@ import typer
 from odqa.cli._app import app, console, guarded
 from odqa.config import Pooling, Precision
 from odqa.index.config import IndexKind
+from odqa.ray.config import Engine
 
 if TYPE_CHECKING:
     from odqa.index.config import IndexConfig
     from odqa.index.manifest import Manifest
+    from odqa.ray import RayConfig
 
 __all__ = ["index_app"]
 
@@ -56,10 +58,17 @@ def build_command(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an index that is already in --out.")
                          ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/index.yaml).")] = None,
+    engine: Annotated[Engine, typer.Option(help="Where passages are embedded: here, or on a Ray cluster (same "
+                                                "files; a build resumes on either).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster to attach to (default: RAY_ADDRESS, else "
+                                                         "a local cluster).")] = None,
+    ray_actors: Annotated[int | None, typer.Option(help="Encoder actors (default one per GPU, else per CPU).")
+                          ] = None,
 ) -> None:
     """Build a dense (FAISS) or BM25 index over passages; an interrupted build resumes where it stopped."""
     from odqa.config import load_config, write_resolved
     from odqa.index.config import IndexConfig
+    from odqa.ray import ray_config
 
     cfg = load_config(
         IndexConfig, config, kind=kind, faiss=faiss, shard_size=shard_size, train_size=train_size,
@@ -67,14 +76,15 @@ def build_command(
            "embed.model": model, "embed.pooling": pooling, "embed.normalize": normalize,
            "embed.batch_size": batch_size, "embed.device": device, "embed.precision": precision},
     )
+    ray = ray_config(engine, ray_address, ray_actors)
     started = time.perf_counter()
-    manifest = _build(source, out, cfg, overwrite)
+    manifest = _build(source, out, cfg, overwrite, ray)
     seconds = time.perf_counter() - started
     write_resolved(cfg, out / "build")
     _print_build(manifest, out, seconds)
 
 
-def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool) -> Manifest:
+def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayConfig | None) -> Manifest:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from odqa.index.build import build_index, open_encoder
@@ -84,7 +94,7 @@ def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool) -> Manife
     encoder = None
     if cfg.kind == "dense":
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
-            encoder = open_encoder(cfg)
+            encoder = open_encoder(cfg, ray)
     columns = (SpinnerColumn(), TextColumn("indexing {task.completed:,} passages"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bar:

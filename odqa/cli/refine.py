@@ -10,10 +10,12 @@ import typer
 
 from odqa.cli._app import app, console, guarded
 from odqa.config import EmbedPrecision, Pooling, Scorer
+from odqa.ray.config import Engine
 
 if TYPE_CHECKING:
     from odqa.config import RefineConfig
     from odqa.pipeline import RefineSummary
+    from odqa.ray import RayConfig
 
 
 @app.command("refine")
@@ -50,12 +52,19 @@ def refine_command(
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
+    engine: Annotated[Engine, typer.Option(help="Where passages are embedded: here, or on a Ray cluster (same "
+                                                "output).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster to attach to (default: RAY_ADDRESS, else "
+                                                         "a local cluster).")] = None,
+    ray_actors: Annotated[int | None, typer.Option(help="Encoder actors (default one per GPU, else per CPU).")
+                          ] = None,
     tables: Annotated[Path | None, typer.Option(
         help="HybridQA: the WikiTables-WithLinks folder; INPUT is then a HybridQA questions file, each question "
              "ranked over its table's rows and linked passages (default scorer table-hybrid).")] = None,
 ) -> None:
     """Refine: keep the k best passages of each question's candidates (Complex-TR context refinement)."""
     from odqa.config import RefineConfig, load_config
+    from odqa.ray import ray_config
 
     cfg = load_config(
         RefineConfig,
@@ -71,11 +80,12 @@ def refine_command(
             "embed.cache_limit_gb": cache_limit_gb,
         },
     )
-    summary = _run(source, out, cfg, tables)
+    summary = _run(source, out, cfg, tables, ray_config(engine, ray_address, ray_actors))
     _print_summary(summary)
 
 
-def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None) -> RefineSummary:
+def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None,
+         ray: RayConfig | None = None) -> RefineSummary:
     """Read the input (its first record before the slow model load), then refine with a progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -92,9 +102,10 @@ def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None)
     encoder = None
     if needs_encoder(cfg):
         from odqa.embed import Encoder
+        from odqa.ray import RayEncoder
 
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
-            encoder = Encoder(cfg.embed)
+            encoder = Encoder(cfg.embed) if ray is None else RayEncoder(cfg.embed, ray)
     columns = (SpinnerColumn(), TextColumn("refining"), BarColumn(), MofNCompleteColumn(), TextColumn("questions"),
                TimeElapsedColumn())
     try:

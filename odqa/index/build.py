@@ -25,18 +25,23 @@ from odqa.records import Passage
 
 if TYPE_CHECKING:
     from odqa.embed import Encoder
+    from odqa.ray import RayConfig
 
 __all__ = ["build_index", "index_settings", "open_encoder"]
 
 Progress = Callable[[int], None]
 
 
-def open_encoder(config: IndexConfig) -> Encoder:
+def open_encoder(config: IndexConfig, ray: RayConfig | None = None) -> Encoder:
     """The encoder a dense build uses: the configured model, without the embedding cache unless one is named
-    (an index's shards are its own cache)."""
+    (an index's shards are its own cache); with ``ray``, one that encodes on that Ray cluster (same bytes)."""
     from odqa.embed import Encoder
 
     embed = config.embed if config.embed.cache_dir else replace(config.embed, cache_dir="")
+    if ray is not None:
+        from odqa.ray import RayEncoder
+
+        return RayEncoder(embed, ray)
     return Encoder(embed)
 
 
