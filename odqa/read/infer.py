@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from odqa.errors import ConfigError
@@ -18,8 +18,9 @@ from odqa.read.config import ReadConfig
 from odqa.read.data import ReaderBatch, ReaderCollator, ReaderFormat
 from odqa.read.model import FiDReader, check_encodable, fit_in_memory, is_out_of_memory
 from odqa.records import Example
+from odqa.retrieve.protocol import Retriever
 
-__all__ = ["Prediction", "ReadStats", "ReadSummary", "load_reader", "predict", "read", "read_to_file"]
+__all__ = ["Prediction", "ReadStats", "ReadSummary", "collator_for", "load_reader", "predict", "read", "read_to_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,16 @@ def load_reader(config: ReadConfig) -> FiDReader:
     return FiDReader.load(config.model, device=config.device, precision=config.precision)
 
 
+def collator_for(reader: FiDReader, fmt: ReaderFormat, examples: list[Example],
+                 retriever: Retriever | None = None) -> ReaderCollator:
+    """The collator for one batch; reading the examples' own ctxs, N is the most any of them has (at most
+    ``n_passages``, at least 1): filler rows are masked out anyway, so padding to ``n_passages`` only costs time."""
+    if retriever is None:
+        most = max((len(ex.ctxs or ()) for ex in examples), default=1)
+        fmt = replace(fmt, n_passages=max(1, min(fmt.n_passages, most)))
+    return ReaderCollator(retriever, reader.tokenizer, fmt)
+
+
 def predict(reader: FiDReader, collate: ReaderCollator, examples: list[Example], *, num_beams: int = 1
             ) -> list[str]:
     """The generated texts for one batch of examples; running out of memory says what would fit."""
@@ -88,7 +99,6 @@ def read(examples: Iterable[Example], config: ReadConfig, *, reader: FiDReader |
     reader = reader or load_reader(config)
     reader.model.eval()
     stats = stats if stats is not None else ReadStats()
-    collate = ReaderCollator(None, reader.tokenizer, fmt)
     iterator = iter(examples)
     while chunk := list(itertools.islice(iterator, config.batch_size)):
         for ex in chunk:
@@ -96,7 +106,7 @@ def read(examples: Iterable[Example], config: ReadConfig, *, reader: FiDReader |
                 stats.no_context += 1
                 stats.warnings.append(f"question {ex.id!r} has no passages; answered from the question alone")
             stats.passages += min(len(ex.ctxs or ()), fmt.n_passages)
-        texts = predict(reader, collate, chunk, num_beams=config.num_beams)
+        texts = predict(reader, collator_for(reader, fmt, chunk), chunk, num_beams=config.num_beams)
         stats.questions += len(chunk)
         for ex, text in zip(chunk, texts, strict=True):
             yield Prediction(ex.id, ex.question, text, tuple(fmt.split(text)))

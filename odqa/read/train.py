@@ -25,8 +25,8 @@ from odqa.config import to_dict
 from odqa.errors import ConfigError, DependencyError, InputError, OutputError
 from odqa.evaluate.answers import exact_match, normalize_answer, token_f1
 from odqa.read.config import TrainReaderConfig
-from odqa.read.data import ReaderBatch, ReaderCollator, ReaderFormat
-from odqa.read.infer import load_reader, predict
+from odqa.read.data import ReaderBatch, ReaderFormat
+from odqa.read.infer import collator_for, load_reader, predict
 from odqa.read.model import FiDReader, check_encodable, fit_in_memory, is_out_of_memory
 from odqa.records import Example
 from odqa.retrieve.protocol import Retriever
@@ -77,15 +77,17 @@ def _score(prediction: str, answers: Sequence[str], fmt: ReaderFormat) -> tuple[
     return float(predicted == gold), token_f1(prediction, [fmt.target(answers)])
 
 
-def evaluate_reader(reader: FiDReader, collate: ReaderCollator, examples: Sequence[Example], *, step: int = 0,
-                    batch_size: int = 1, num_beams: int = 1) -> DevScore:
+def evaluate_reader(reader: FiDReader, examples: Sequence[Example], fmt: ReaderFormat, *,
+                    retriever: Retriever | None = None, step: int = 0, batch_size: int = 1,
+                    num_beams: int = 1) -> DevScore:
     """Exact match and F1 of the reader's answers to ``examples`` (the model is left in eval mode)."""
     reader.model.eval()
     exact = f1 = 0.0
     for start in range(0, len(examples), batch_size):
         chunk = list(examples[start:start + batch_size])
+        collate = collator_for(reader, fmt, chunk, retriever)
         for ex, text in zip(chunk, predict(reader, collate, chunk, num_beams=num_beams), strict=True):
-            em, f = _score(text, ex.answers, collate.format)
+            em, f = _score(text, ex.answers, fmt)
             exact += em
             f1 += f
     n = max(len(examples), 1)
@@ -197,7 +199,6 @@ def train_reader(
         random.seed(config.seed)
     if config.gradient_checkpointing:
         reader.gradient_checkpointing()
-    collate = ReaderCollator(retriever, reader.tokenizer, fmt)
     optimizer = torch.optim.AdamW(reader.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config))
     step, losses, scores = 0, [], []
@@ -227,8 +228,8 @@ def train_reader(
 
     reader.model.train()
     while step < config.steps:
-        batch = collate([examples[i] for i in _batch_indices(step, len(examples), config.reader.batch_size,
-                                                             config.seed)])
+        chunk = [examples[i] for i in _batch_indices(step, len(examples), config.reader.batch_size, config.seed)]
+        batch = collator_for(reader, fmt, chunk, retriever)(chunk)
         check_encodable(batch, reader.tokenizer, reader.name)
         loss = _train_step(reader, batch, config)
         optimizer.step()
@@ -237,8 +238,8 @@ def train_reader(
         step += 1
         losses.append(loss)
         if dev_examples and (step % config.eval_every == 0 or step == config.steps):
-            score = evaluate_reader(reader, ReaderCollator(retriever, reader.tokenizer, fmt), dev_examples,
-                                    step=step, batch_size=config.reader.batch_size, num_beams=config.reader.num_beams)
+            score = evaluate_reader(reader, dev_examples, fmt, retriever=retriever, step=step,
+                                    batch_size=config.reader.batch_size, num_beams=config.reader.num_beams)
             reader.model.train()
             scores.append(score)
             if best is None or (score.exact, score.f1) > (best.exact, best.f1):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from reader_tasks import copy_task
 from odqa.errors import ConfigError, InputError, ModelError, ResourceError
 from odqa.read.config import ReadConfig
 from odqa.read.data import ReaderBatch, ReaderCollator, ReaderFormat
-from odqa.read.infer import predict
+from odqa.read.infer import predict, read
 from odqa.read.model import FiDReader, fused_mask
 from odqa.records import Document, Example
 
@@ -148,3 +149,20 @@ def test_examples_with_a_repeated_id_each_read_their_own_passages(reader: FiDRea
     twin = Example(first.id, second.question, second.answers, ctxs=second.ctxs)
     batch = _batch(reader, [first, twin], n=3)
     assert [h.passage.id for h in batch.hits[1]] == [d.id for d in second.ctxs or ()]
+
+
+def test_reading_pads_to_the_passages_a_batch_has_not_to_n_context(reader: FiDReader) -> None:
+    shapes: list[tuple[int, ...]] = []
+    generate = reader.generate
+
+    def recording(batch: ReaderBatch, **kwargs: Any) -> list[str]:
+        shapes.append(tuple(batch.input_ids.shape[:2]))
+        return generate(batch, **kwargs)
+
+    reader.generate = recording  # type: ignore[method-assign]
+    examples = [*copy_task(3, distractors=2), Example("none", "what is the code?", ctxs=())]
+    config = ReadConfig(model="tiny", n_context=100, max_length=32, answer_max_length=3, batch_size=2)
+    wide = [p.prediction for p in read(examples, config, reader=reader)]
+    assert shapes == [(2, 3), (2, 3)]
+    narrow = [p.prediction for p in read(examples, replace(config, n_context=3), reader=reader)]
+    assert wide == narrow
