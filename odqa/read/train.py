@@ -211,6 +211,7 @@ def train_reader(
         step, losses = state["step"], list(state["losses"])
         scores = [DevScore(**s) for s in state["dev"]]
         best = DevScore(**state["best"]) if state["best"] else None
+        _check_same_run(latest, config)
     resumed_from = step if latest is not None else None
     no_context = sum(1 for ex in examples if retriever is None and not ex.ctxs)
 
@@ -277,6 +278,28 @@ def _train_step(reader: FiDReader, batch: ReaderBatch, config: TrainReaderConfig
     if not math.isfinite(value):
         raise ConfigError(f"the training loss became {value}; lower --lr, or use bf16 rather than fp16")
     return value
+
+
+# Settings a resumed run may change without becoming another run.
+_FREE = {"steps", "checkpoint_every", "keep_checkpoints", "eval_every", "reader.model", "reader.device"}
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out |= _flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return out
+
+
+def _check_same_run(checkpoint: Path, config: TrainReaderConfig) -> None:
+    """Refuse to resume with settings that would make the next steps another run's (order, batch, optimiser)."""
+    saved = _flat(json.loads((checkpoint / "train_config.json").read_text(encoding="utf-8")))
+    now = _flat(to_dict(config))
+    changed = [f"{k} {saved.get(k)} -> {now[k]}" for k in sorted(now) if k not in _FREE and saved.get(k) != now[k]]
+    if changed:
+        raise ConfigError(f"--resume: settings differ from those of {checkpoint.name}: {', '.join(changed)}; an "
+                          "exact resume needs the same settings (only steps, checkpoint/eval intervals, device may "
+                          "change): use them, or start a new run in another --out")
 
 
 def _prune(out: Path, keep: int) -> None:

@@ -153,3 +153,15 @@ def test_gradient_checkpointing_gives_the_same_steps(tmp_path: Path, tiny_reader
     plain = train_reader(copy_task(8), tmp_path / "plain", config)
     recomputed = train_reader(copy_task(8), tmp_path / "ckpt", replace(config, gradient_checkpointing=True))
     assert recomputed.losses == pytest.approx(plain.losses, rel=1e-5)
+
+
+def test_resuming_with_other_settings_is_refused(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    config = _config(tiny_reader_dir, steps=2, checkpoint_every=1)
+    train_reader(copy_task(4), tmp_path / "run", config)
+    changed = replace(config, seed=1, reader=replace(config.reader, batch_size=2))
+    with pytest.raises(ConfigError, match=re.escape("differ from those of checkpoint-0000002: reader.batch_size 8 -> "
+                                                    "2, seed 0 -> 1")) as caught:
+        train_reader(copy_task(4), tmp_path / "run", changed, resume=True)
+    assert "\n" not in str(caught.value)
+    longer = replace(config, steps=3, eval_every=7, reader=replace(config.reader, device=None))
+    assert len(train_reader(copy_task(4), tmp_path / "run", longer, resume=True).losses) == 3
