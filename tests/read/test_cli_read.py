@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from odqa.cli import app
 from odqa.config import load_config
 from odqa.read.config import ReadConfig, TrainReaderConfig
+from odqa.records import Example
 
 runner = CliRunner()
 CONFIGS = Path(__file__).parents[2] / "configs"
@@ -22,7 +23,7 @@ def _odqa(*args: str | Path) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, " ".join(result.stderr.split())
 
 
-def _complex_tr(path: Path, examples: list) -> Path:  # type: ignore[type-arg]
+def _complex_tr(path: Path, examples: list[Example]) -> Path:
     """The same questions as Complex-TR gold records (ids in its L2_Q..._P..._N form)."""
     with path.open("w", encoding="utf-8") as fh:
         for i, ex in enumerate(examples):
@@ -33,7 +34,7 @@ def _complex_tr(path: Path, examples: list) -> Path:  # type: ignore[type-arg]
 
 def test_train_reader_then_read_then_eval(tmp_path: Path, tiny_reader_dir: Path) -> None:
     examples = copy_task(8, two_answers=3)
-    examples = [ex.__class__(f"L2_Q{i}_P1_{i}", ex.question, ex.answers, ctxs=ex.ctxs)
+    examples = [Example(f"L2_Q{i}_P1_{i}", ex.question, ex.answers, ctxs=ex.ctxs)
                 for i, ex in enumerate(examples)]
     train = write_fid(tmp_path / "train.jsonl", examples)
     code, _, err = _odqa("train-reader", train, "--model", tiny_reader_dir, "--out", tmp_path / "run",
@@ -94,3 +95,21 @@ def test_read_errors_are_one_line(tmp_path: Path, args: list[str], message: str)
 @pytest.mark.parametrize(("name", "cls"), [("read.yaml", ReadConfig), ("train-reader.yaml", TrainReaderConfig)])
 def test_shipped_yaml_spells_out_the_defaults(name: str, cls: type) -> None:
     assert load_config(cls, CONFIGS / name) == cls()
+
+
+def test_train_reader_fetches_contexts_from_a_retriever_and_resumes(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    tasks = copy_task(4)
+    with_ctxs = [Example(ex.id, f"{ex.question} {ex.answers[0]}", ex.answers, ctxs=ex.ctxs) for ex in tasks]
+    retriever = write_fid(tmp_path / "retrieved.jsonl", with_ctxs)
+    questions = write_fid(tmp_path / "questions.jsonl", [Example(ex.id, ex.question, ex.answers) for ex in with_ctxs])
+    args = ["train-reader", questions, "--retriever", retriever, "--model", tiny_reader_dir, "--out", tmp_path / "r",
+            "--n-context", "3", "--max-length", "24", "--batch-size", "2", "--checkpoint-every", "1",
+            "--device", "cpu"]
+    code, _, err = _odqa(*args, "--steps", "2")
+    assert code == 0, err
+    assert "training questions without passages" not in err and "checkpoint-0000002" in err
+    code, _, err = _odqa(*args, "--steps", "3", "--resume")
+    assert code == 0, err
+    assert "resumed from step" in err and "checkpoint-0000003" in err
+    code, _, err = _odqa(*args, "--steps", "3")
+    assert code == 1 and err.startswith("ConfigError: ") and "pass --resume" in err
