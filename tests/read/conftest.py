@@ -14,7 +14,7 @@ import pytest
 from reader_tasks import vocabulary_texts, word_tokenizer
 
 
-@pytest.fixture(scope="package", autouse=True)
+@pytest.fixture(autouse=True)
 def one_thread() -> Iterator[None]:
     """Tiny models on a shared 2-core machine: one torch thread is 20x faster than two contending ones."""
     import torch
