@@ -44,6 +44,17 @@ def test_training_learns_to_copy_the_answer_from_the_right_passage(tmp_path: Pat
     assert predictions[-1].prediction == " and ".join(train[-1].answers)  # two answers, joined and split back
 
 
+def test_the_trained_reader_copies_from_passages_it_never_saw(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    # held-out questions: other distractors, other orders; the same question text, so only reading can answer
+    train, held_out = copy_task(30, seed=0), copy_task(10, seed=5)
+    def contexts(examples: list[Example]) -> set[tuple[str, ...]]:
+        return {tuple(d.text for d in ex.ctxs or ()) for ex in examples}
+
+    assert contexts(train).isdisjoint(contexts(held_out))
+    summary = train_reader(train, tmp_path / "run", _config(tiny_reader_dir), dev=held_out)
+    assert summary.dev[0].exact < 1.0 and summary.best is not None and summary.best.exact == 1.0
+
+
 def test_multi_answer_targets_round_trip_through_the_connector() -> None:
     for joiner in (" and ", " ; ", " $and "):
         fmt = ReaderFormat(answer_joiner=joiner)
