@@ -37,9 +37,16 @@ class EncoderActor:
     """
 
     def __init__(self, config: EmbedConfig) -> None:
-        self.encoder = Encoder(config)
+        self.encoder: Encoder | None = None
+        self.error: OdqaError | None = None
+        try:
+            self.encoder = Encoder(config)
+        except OdqaError as exc:  # a model this node cannot load, say
+            self.error = exc  # raised with the first slice: Ray keeps an __init__ error as text only
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.encoder is None:
+            raise self.error or RuntimeError("the encoder actor has no encoder")
         slices, positions, vectors = [], [], []
         for number, texts in zip(batch["slice"], batch["texts"], strict=True):
             part = self.encoder._run([str(t) for t in texts])  # one model call, as the local engine's slice
@@ -125,6 +132,7 @@ class RayEncoder(Encoder):
         )
         encoded.context.enable_progress_bars = False  # the command shows its own
         encoded.context.print_on_execution_start = False
+        encoded.context.raise_original_map_exception = True  # an actor's odqa error, not UserCodeException
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         done = 0
         try:
@@ -136,6 +144,7 @@ class RayEncoder(Encoder):
         except Exception as exc:
             cause = _odqa_cause(exc)
             if cause is not None:
+                cause.args = (str(cause).splitlines()[0],)  # Ray Data appends its retry advice to the message
                 raise cause from exc
             raise
         if done != len(texts):  # never seen; a silent gap would write wrong vectors
@@ -156,10 +165,11 @@ class RayEncoder(Encoder):
 
 
 def _quiet(batches: Iterator[dict[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:
-    """``batches`` with Ray Data's per-run log lines (start, plan, progress, end) held back while they flow."""
+    """``batches`` with Ray Data's log lines (start, plan, progress, an actor's error) held back while they flow;
+    an error reaches the caller as an exception."""
     logger = logging.getLogger("ray.data")
     level = logger.level
-    logger.setLevel(logging.ERROR)
+    logger.setLevel(logging.CRITICAL)
     try:
         yield from batches
     finally:
@@ -167,12 +177,14 @@ def _quiet(batches: Iterator[dict[str, np.ndarray]]) -> Iterator[dict[str, np.nd
 
 
 def _odqa_cause(exc: BaseException) -> OdqaError | None:
-    """The odqa error an actor raised (a model its node cannot load, say), found in Ray's chain of wrappers."""
+    """The odqa error an actor raised (a model its node cannot load, say), found in Ray's chain of wrappers
+    (``RayTaskError.cause`` holds the original; the wrapper itself only mimics its class)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, OdqaError):
-            return current
         seen.add(id(current))
-        current = getattr(current, "cause", None) or current.__cause__ or current.__context__
+        cause = getattr(current, "cause", None)
+        if isinstance(cause, OdqaError):
+            return cause
+        current = cause if isinstance(cause, BaseException) else current.__cause__ or current.__context__
     return None

@@ -1,6 +1,6 @@
 """The Ray engine (odqa.ray) against the local one: the same bytes, and an index build that moves between them.
 
-A local 2-CPU Ray cluster on 127.0.0.1 is started once for the session (its start-up and each pipeline's actor
+A local 2-CPU Ray cluster is started once for the session (its start-up and each pipeline's actor
 start-up dominate, so the tests are few). They live here for the tiny random BERT of tests/index/conftest.py, run
 at batch size 2: a slice is 128 texts, so every shard and refine block is several slices over both actors.
 """
@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from odqa.cli import app
 from odqa.config import ChunkConfig, EmbedConfig
-from odqa.errors import ConfigError, DependencyError
+from odqa.errors import ConfigError, DependencyError, ModelError
 from odqa.index.build import build_index, open_encoder
 from odqa.index.config import IndexConfig
 from odqa.index.manifest import read_manifest
@@ -34,7 +34,7 @@ SHARD = 250
 def ray_cluster() -> Iterator[None]:
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -109,12 +109,19 @@ def test_refine_on_ray_writes_the_local_file(tmp_path: Path, timeqa_file: Path, 
     assert outputs["ray"].read_bytes() == local
 
 
-def test_ray_cluster_checks(ray_cluster: None, tiny_bert: Path) -> None:
-    tiny = EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True)
+def test_cluster_checks_and_an_actors_error(tmp_path: Path, ray_cluster: None, tiny_bert: Path) -> None:
+    tiny = EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, cache_dir="")
     with pytest.raises(ConfigError, match="no GPUs; pass --device cpu"):
         RayEncoder(dataclasses.replace(tiny, device="cuda"))
     with pytest.raises(ConfigError, match="3 encoder actors need 3 CPUs; the Ray cluster has 2"):
         RayEncoder(tiny, RayConfig(actors=3))
+    # A model folder the driver has and an actor's node lacks: the actor's own one-line error reaches the caller.
+    with RayEncoder(tiny, RayConfig(actors=1)) as encoder:
+        encoder.actor_config = dataclasses.replace(encoder.actor_config, model=str(tmp_path / "not-on-this-node"))
+        with pytest.raises(ModelError) as caught:
+            encoder.encode_passages([Passage("p1", "d1", "Title", "a passage")])
+    assert str(caught.value) == (f"model folder {tmp_path / 'not-on-this-node'} does not exist; pass an existing "
+                                 "model folder or a hub id (owner/name) with --model")
 
 
 def test_engine_flags_and_missing_ray(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, timeqa_file: Path) -> None:
