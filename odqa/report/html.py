@@ -119,9 +119,25 @@ def recall_chart(data: Mapping[str, Any], width: int = 560, height: int = 300) -
     return "".join(parts)
 
 
-def _json_for_script(data: Mapping[str, Any]) -> str:
+def _json_for_script(data: object) -> str:
     """Compact JSON that cannot end its ``<script>`` element early (``<`` written as ``\\u003c``)."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+PASSAGE_BLOCK = 1000  # passage-table rows per embedded block; the page parses a block when it first shows a row
+
+
+def _data_scripts(data: Mapping[str, Any]) -> str:
+    """The data as JSON ``<script>`` elements: everything but the passage table, then the table in blocks of
+    :data:`PASSAGE_BLOCK` rows, so the page reads only the passages it shows (a 5,000-question report need not
+    parse all of them before drawing its first questions)."""
+    rows: Sequence[Any] = data["passages"]
+    head = {**data, "passages": [], "passage_block": PASSAGE_BLOCK, "passage_blocks": -(-len(rows) // PASSAGE_BLOCK)}
+    parts = [f'<script type="application/json" id="odqa-data">{_json_for_script(head)}</script>']
+    for b, start in enumerate(range(0, len(rows), PASSAGE_BLOCK)):
+        block = _json_for_script(list(rows[start:start + PASSAGE_BLOCK]))
+        parts.append(f'<script type="application/json" id="odqa-passages-{b}">{block}</script>')
+    return "\n".join(parts)
 
 
 def render_html(data: Mapping[str, Any]) -> str:
@@ -141,5 +157,5 @@ def render_html(data: Mapping[str, Any]) -> str:
         if template.count(slot) < 1:
             raise RuntimeError(f"report template lacks {slot}")  # a packaging fault, not a user error
         template = template.replace(slot, value)
-    head, slot, tail = template.partition("__DATA__")  # last: the data may contain any of the slot names
-    return head + _json_for_script(data) + tail
+    head, slot, tail = template.partition("<!--__DATA__-->")  # last: the data may contain any slot name
+    return head + _data_scripts(data) + tail

@@ -126,12 +126,34 @@ def test_page_is_self_contained_and_escapes_passages(tmp_path: Path) -> None:
                                         json_out=str(tmp_path / "r.json")))
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert summary.bytes == len(page.encode("utf-8")) and summary.questions == 1
-    assert page.count("</script>") == 2  # the data's and the code's own: the passage cannot close them
+    assert page.count("</script>") == 3  # the data's, one passage block's and the code's: a passage cannot close one
     assert "<b>France" not in page and "<i>T</i>" not in page
     assert not re.search(r"<(link|img|iframe)\b|\bsrc=|@import|url\(", page)  # nothing loaded from elsewhere
-    embedded = page.split('<script type="application/json" id="odqa-data">', 1)[1].split("</script>", 1)[0]
-    assert json.loads(embedded) == json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert json.loads(embedded)["questions"][0]["spans"] == {"0": [[evil.index("Paris"), len(evil)]]}
+    assert _embedded(page) == json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert _embedded(page)["questions"][0]["spans"] == {"0": [[evil.index("Paris"), len(evil)]]}
+
+
+def _script(page: str, element_id: str) -> Any:
+    return json.loads(page.split(f'<script type="application/json" id="{element_id}">', 1)[1].split("</script>")[0])
+
+
+def _embedded(page: str) -> dict[str, Any]:
+    """The page's data put back together: the passage table is embedded in blocks of rows."""
+    data = _script(page, "odqa-data")
+    blocks = [_script(page, f"odqa-passages-{b}") for b in range(data.pop("passage_blocks"))]
+    assert all(len(block) == data["passage_block"] for block in blocks[:-1])
+    del data["passage_block"]
+    return {**data, "passages": [row for block in blocks for row in block]}
+
+
+def test_passage_table_embedded_in_blocks(demo_runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import odqa.report.html
+
+    data = build_report_data([RunSpec(str(demo_runs["bm25"])), RunSpec(str(demo_runs["original"]))])
+    monkeypatch.setattr(odqa.report.html, "PASSAGE_BLOCK", 100)
+    page = render_html(data)
+    assert 'id="odqa-passages-3"' in page and len(data["passages"]) > 300
+    assert _embedded(page) == data
 
 
 def test_summary_table_and_chart_are_in_the_html(data: dict[str, Any]) -> None:
