@@ -137,3 +137,18 @@ def test_report_in_headless_chromium(driver: Any, report: tuple[Path, dict[str, 
     assert missed == round(89 * (1 - data["runs"][0]["recall"]["5"]))
     assert _count(driver) == f"{missed} of 108 questions"
     assert (tmp_path / "report.png").stat().st_size > 20_000
+
+
+def test_highlights_land_on_the_answer_past_astral_characters(driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from odqa.io import write_jsonl
+
+    run = tmp_path / "run.jsonl"
+    text = "𝔘𝔫𝔦 𝔙𝔢𝔯𝔰𝔦𝔱𝔶 😀 was founded in 1954 , Café Müller in 1954"
+    write_jsonl(run, [{"id": "q1", "question": "When?", "answers": ["1954", "Cafe\u0301"],
+                       "ctxs": [{"title": "T", "text": text, "score": 1.0}]}])
+    write_report(ReportConfig((RunSpec(str(run)),), str(tmp_path / "r.html")))
+    driver.get((tmp_path / "r.html").as_uri())
+    _wait(lambda: driver.execute_script("return window.odqaReady !== undefined"))
+    assert [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#list mark")] == ["1954", "Café", "1954"]
