@@ -70,11 +70,11 @@ def child(n_context: int, questions: int, size: str, device: str, precision: str
     config = ReadConfig(model="random", n_context=n_context, max_length=200, answer_max_length=answer_length,
                         batch_size=batch_size, device=device, precision=precision)  # type: ignore[arg-type]
     examples = _examples(questions, n_context)
+    before = _peak_rss_mb()  # Python, torch, the model and the questions: what reading adds comes on top
     list(read(examples[:batch_size], config, reader=reader))  # warm-up
     if device.startswith("cuda"):
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    before = _peak_rss_mb()
     start = time.perf_counter()
     predictions = list(read(examples, config, reader=reader))
     if device.startswith("cuda"):
