@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from odqa.cli import bench as _bench  # noqa: F401
 from odqa.cli import cache as _cache  # noqa: F401
 from odqa.cli import crawl as _crawl  # noqa: F401
 from odqa.cli import demo as _demo  # noqa: F401

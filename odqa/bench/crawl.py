@@ -5,31 +5,26 @@ Fetching is I/O bound, so with ``concurrency`` requests in flight and ``latency`
 ``hosts / delay`` (per-host delay). Each row reports pages/s and its share of the bound that applies.
 
 The servers run in a separate process on 127.0.0.1 .. 127.0.0.N (one host each, robots.txt served).
-
-    python bench/bench_crawl.py [--latency 0.05] [--pages 600] [--hosts 4]
-
-Writes ``bench/results/crawl.json`` and prints a table.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import multiprocessing
 import os
-import platform
 import time
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
+from odqa.bench._common import BENCH, say
 from odqa.crawl import CrawlConfig
 from odqa.crawl.extract import ExtractorPool, extract_html
 from odqa.crawl.fetch import Fetcher
 from odqa.crawl.safety import AddressPolicy
 
-ROOT = Path(__file__).resolve().parent.parent
-WEB = ROOT / "tests" / "data" / "web"
+__all__ = ["bench_extract", "bench_fetch", "check", "run"]
+
+WEB = BENCH.parent / "tests" / "data" / "web"
 PAGE = (b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Bench page</title></head><body><article>"
         + b"<p>A paragraph of plain prose for the crawl benchmark, long enough to look like an article.</p>" * 20
         + b"</article></body></html>")
@@ -76,7 +71,8 @@ async def _fetch_all(urls: list[str], config: CrawlConfig) -> tuple[float, int]:
     return elapsed, sum(p.status == "ok" for p in pages)
 
 
-def bench_fetch(latency: float, pages: int, hosts: int) -> list[dict[str, Any]]:
+def bench_fetch(latency: float, pages: int, hosts: int, levels: Sequence[int] = (4, 8, 16, 32, 64)
+                ) -> list[dict[str, Any]]:
     """Pages/s at several concurrency levels, per-host slots and delays, as a share of the bound."""
     context = multiprocessing.get_context("spawn")
     ports_queue = context.Queue()
@@ -88,7 +84,7 @@ def bench_fetch(latency: float, pages: int, hosts: int) -> list[dict[str, Any]]:
         bases = [f"http://{host}:{port}" for host, port in zip(names, ports, strict=True)]
         urls = [f"{bases[n % hosts]}/page/{n}" for n in range(pages)]
         rows = []
-        cases = [(c, c // hosts, 0.0) for c in (4, 8, 16, 32, 64)] + [(32, 2, 0.0), (32, 8, 0.1)]
+        cases = [(c, c // hosts, 0.0) for c in levels] + [(32, 2, 0.0), (32, 8, 0.1)]
         for concurrency, per_host, delay in cases:
             config = CrawlConfig(concurrency=concurrency, per_host=max(per_host, 1), delay=delay, retries=0,
                                  timeout=30, allow_private=True)
@@ -100,8 +96,8 @@ def bench_fetch(latency: float, pages: int, hosts: int) -> list[dict[str, Any]]:
                          "hosts": hosts, "latency_s": latency, "pages": ok, "seconds": round(elapsed, 3),
                          "pages_per_s": round(rate, 1), "bound_pages_per_s": round(bound, 1),
                          "share_of_bound": round(rate / bound, 3)})
-            print(f"fetch  c={concurrency:<3} per_host={config.per_host:<3} delay={delay:<4} "
-                  f"{rate:8.1f} pages/s  bound {bound:8.1f}  share {rate / bound:6.1%}", flush=True)
+            say(f"  fetch c={concurrency:<3} per_host={config.per_host:<3} delay={delay:<4} "
+                f"{rate:8.1f} pages/s  bound {bound:8.1f}  share {rate / bound:6.1%}")
         return rows
     finally:
         server.kill()
@@ -130,29 +126,22 @@ def bench_extract(count: int) -> dict[str, Any]:
         many = count / elapsed
     if any(r.reason is not None for r in inline + pooled):
         raise RuntimeError("a bench page failed to extract; the figures would not be comparable")
-    print(f"extract one process {one:6.1f} pages/s   pool of {workers} {many:6.1f} pages/s "
-          f"(x{many / one:.2f})", flush=True)
+    say(f"  extract one process {one:6.1f} pages/s   pool of {workers} {many:6.1f} pages/s (x{many / one:.2f})")
     return {"pages": count, "one_process_pages_per_s": round(one, 1), "pool_workers": workers,
             "pool_pages_per_s": round(many, 1), "speedup": round(many / one, 2)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", type=float, default=0.05, help="server latency per page, seconds")
-    parser.add_argument("--pages", type=int, default=600, help="pages fetched per row")
-    parser.add_argument("--hosts", type=int, default=4, help="distinct hosts (127.0.0.1 .. 127.0.0.N)")
-    parser.add_argument("--extract-pages", type=int, default=60)
-    args = parser.parse_args()
-    result = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "fetch": bench_fetch(args.latency, args.pages, args.hosts),
-        "extract": bench_extract(args.extract_pages),
-    }
-    out = ROOT / "bench" / "results" / "crawl.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out.relative_to(ROOT)}")
+def run(quick: bool = False, latency: float = 0.05, hosts: int = 4) -> dict[str, Any]:
+    """Fetch rows (pages/s against the bound) and extraction pages/s (``quick``: fewer pages and levels)."""
+    pages = 200 if quick else 600
+    return {"fetch": bench_fetch(latency, pages, hosts, (8, 32) if quick else (4, 8, 16, 32, 64)),
+            "extract": bench_extract(12 if quick else 60)}
 
 
-if __name__ == "__main__":
-    main()
+def check(results: dict[str, Any], floors: dict[str, float]) -> list[str]:
+    """Failures: the politeness-limited rows' worst share of their bound below its floor."""
+    limited = [row for row in results["fetch"] if row["per_host"] * row["hosts"] < row["concurrency"]
+               or row["delay_s"]]
+    worst = min(row["share_of_bound"] for row in limited)
+    floor = floors["politeness_share_of_bound"]
+    return [f"crawl: politeness-limited fetch at {worst:.0%} of its bound < floor {floor:.0%}"] if worst < floor else []

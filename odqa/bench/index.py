@@ -14,15 +14,14 @@ passages); each answerable question searches all of it. Four parts:
    random-weight BERT (memory does not depend on the encoder's cost, which this keeps affordable);
 4. answer recall@1/5/10/20/100 of BM25, dense (Flat) and fused (RRF, and weighted 1:1), depth 100.
 
-Floors in ``bench/floors.json`` (``index``) gate a default run: exit status 1 below a floor, when a fused list
-does not beat both its parts at R@20, or when the 16x build's peak memory grows past the pinned ratio.
-
-    python bench/bench_index.py [--limit N] [--rank-bm25-questions 50] [--json bench/results/index.json]
+Floors in ``bench/floors.json`` (``index``) gate it: a failure below a floor, when a fused list does not beat
+both its parts at R@20, or when the largest build's peak memory grows past the pinned ratio. ``odqa bench index``
+runs it; ``--quick`` times rank-bm25 on 10 questions and builds 1x and 4x for memory (every question and the whole
+corpus still, as the recall floors need them).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import subprocess
@@ -35,21 +34,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_refine_quality import DATA
 
+from odqa.bench._common import TIMEQA as DATA
+from odqa.bench._common import say
 from odqa.config import EmbedConfig
 from odqa.datasets import load_timeqa
 from odqa.evaluate import has_answer, recall_at_k
 from odqa.index import IndexConfig, build_index, open_encoder, read_passages
 from odqa.index.sparse import K1, B, bm25_text
-from odqa.io import atomic_write, write_jsonl
+from odqa.io import write_jsonl
 from odqa.records import Example, Hit, Passage
 from odqa.retrieve.compose import Fused
 from odqa.retrieve.dense import DenseRetriever
 from odqa.retrieve.sparse import BM25Retriever
 from odqa.retrieve.tokenize import tokenize
 
-HERE = Path(__file__).parent
+__all__ = ["check", "run"]
+
 KS = (1, 5, 10, 20, 100)
 DEPTH = 100
 # IVF64: FAISS wants 39+ training vectors per list, and 5,970 / 64 = 93 (IVF128 would leave 47); nprobe 8 searches
@@ -132,12 +133,12 @@ def dense_part(corpus: list[Passage], questions: list[str], work: Path) -> tuple
                 row["end_to_end_qps"] = len(questions) / e2e_s
             results[factory] = row
             retriever.store.close()
-            print(f"dense {factory:11s} build {build_s:7.1f}s   FAISS search {row['faiss_qps']:9,.0f} q/s   "
+            say(f"dense {factory:11s} build {build_s:7.1f}s   FAISS search {row['faiss_qps']:9,.0f} q/s   "
                   f"recall@10 vs Flat {row['recall10_vs_flat']:.3f}"
-                  + (f"   [{params}]" if params else ""), flush=True)
-    print(f"dense build (Flat, encoding included): {results['Flat']['build_pps']:.1f} passages/s; end to end search "
+                  + (f"   [{params}]" if params else ""))
+    say(f"dense build (Flat, encoding included): {results['Flat']['build_pps']:.1f} passages/s; end to end search "
           f"(encoding the questions) {results['Flat']['end_to_end_qps']:.0f} q/s; query encoding alone "
-          f"{results['query_encoding_qps']:.0f} q/s", flush=True)
+          f"{results['query_encoding_qps']:.0f} q/s")
     return results, flat_hits
 
 
@@ -167,10 +168,10 @@ def bm25_part(corpus: list[Passage], questions: list[str], work: Path, rank_ques
               "bm25s_qps": len(subset) / ours_s, "bm25s_qps_all": len(questions) / ours_all_s,
               "rank_bm25_qps": len(subset) / ref_s}
     result["speedup"] = result["bm25s_qps"] / result["rank_bm25_qps"]
-    print(f"BM25 at {count:,} passages ({times} copies of the corpus, distinct ids), k=10: bm25s index "
+    say(f"BM25 at {count:,} passages ({times} copies of the corpus, distinct ids), k=10: bm25s index "
           f"{result['bm25s_qps']:,.0f} q/s ({len(subset)} questions; {result['bm25s_qps_all']:,.0f} q/s over all "
           f"{len(questions)}), rank-bm25 {result['rank_bm25_qps']:.2f} q/s: {result['speedup']:,.0f}x; bm25s build "
-          f"{result['bm25s_build_pps']:,.0f} passages/s", flush=True)
+          f"{result['bm25s_build_pps']:,.0f} passages/s")
     return result
 
 
@@ -202,28 +203,28 @@ def memory_child(corpus_file: Path, times: int, model: Path, out: Path) -> None:
         passages = (p for copy in range(times) for p in
                     (replace(p, id=f"{p.id}~{copy}") for p in read_passages(corpus_file)))
         _, seconds = timed(build_index, passages, out, memory_config(model), encoder=encoder)
-    print(json.dumps({"peak_mb": peak_mb(), "before_build_mb": before, "seconds": seconds}))
+    print(json.dumps({"peak_mb": peak_mb(), "before_build_mb": before, "seconds": seconds}))  # to the parent
 
 
-def memory_part(corpus: list[Passage], work: Path) -> dict[str, Any]:
+def memory_part(corpus: list[Passage], work: Path, scales: Sequence[int] = SCALES) -> dict[str, Any]:
     corpus_file = work / "corpus.jsonl"
     write_jsonl(corpus_file, ({"id": p.id, "doc_id": p.doc_id, "title": p.title, "text": p.text} for p in corpus))
     model = tiny_bert(work / "tiny-bert")
     rows: dict[str, Any] = {}
-    for times in SCALES:
-        command = [sys.executable, __file__, "--memory-child", str(times), str(corpus_file), str(model),
+    for times in scales:
+        command = [sys.executable, "-m", "odqa.bench.index", str(times), str(corpus_file), str(model),
                    str(work / f"memory-{times}x")]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         row = json.loads(done.stdout.strip().splitlines()[-1])
         row["passages"] = times * len(corpus)
         rows[f"{times}x"] = row
-        print(f"dense build {times:2d}x ({row['passages']:,} passages, tiny BERT, shards of {MEMORY_SHARD:,}): "
+        say(f"dense build {times:2d}x ({row['passages']:,} passages, tiny BERT, shards of {MEMORY_SHARD:,}): "
               f"peak RSS {row['peak_mb']:.0f} MB ({row['before_build_mb']:.0f} MB before the build: Python, torch, "
-              f"the model); {row['seconds']:.1f}s", flush=True)
-    first, last = rows[f"{SCALES[0]}x"], rows[f"{SCALES[-1]}x"]
+              f"the model); {row['seconds']:.1f}s")
+    first, last = rows[f"{scales[0]}x"], rows[f"{scales[-1]}x"]
     ratio = last["peak_mb"] / first["peak_mb"]
     growth = (last["peak_mb"] - last["before_build_mb"]) / max(first["peak_mb"] - first["before_build_mb"], 1e-9)
-    print(f"peak memory {SCALES[-1]}x / {SCALES[0]}x: {ratio:.2f} (the build's own part: {growth:.2f})", flush=True)
+    say(f"peak memory {scales[-1]}x / {scales[0]}x: {ratio:.2f} (the build's own part: {growth:.2f})")
     return {"scales": rows, "ratio": ratio, "build_ratio": growth, "shard_size": MEMORY_SHARD}
 
 
@@ -234,7 +235,7 @@ def quality_part(examples: list[Example], corpus: list[Passage], work: Path,
     build_index(corpus, folder, IndexConfig(kind="bm25"))
     bm25 = BM25Retriever(folder)
     bm25_hits, bm25_s = timed(bm25.search, questions, DEPTH)
-    print(f"BM25 at {len(corpus):,} passages, k={DEPTH}: {len(questions) / bm25_s:,.0f} q/s", flush=True)
+    say(f"BM25 at {len(corpus):,} passages, k={DEPTH}: {len(questions) / bm25_s:,.0f} q/s")
     bm25.store.close()
     parts = Precomputed(questions, bm25_hits), Precomputed(questions, dense_hits)
     runs = {
@@ -245,71 +246,51 @@ def quality_part(examples: list[Example], corpus: list[Passage], work: Path,
     }
     recall = {name: answer_recall(examples, hits) for name, hits in runs.items()}
     for name, row in recall.items():
-        print(f"{name:17s} " + " ".join(f"R@{k}={row[k]:.3f}" for k in KS), flush=True)
+        say(f"{name:17s} " + " ".join(f"R@{k}={row[k]:.3f}" for k in KS))
     return recall
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, default=None, help="first N answerable questions only")
-    parser.add_argument("--rank-bm25-questions", type=int, default=50,
-                        help="questions timed on both BM25s at 100K (rank-bm25 takes ~0.1-1 s each)")
-    parser.add_argument("--skip", nargs="*", default=(), choices=("dense", "bm25", "memory"),
-                        help="leave parts out (quality needs dense)")
-    parser.add_argument("--json", type=Path, default=HERE / "results" / "index.json")
-    parser.add_argument("--floors", type=Path, default=HERE / "floors.json")
-    parser.add_argument("--memory-child", nargs=4, metavar=("TIMES", "CORPUS", "MODEL", "OUT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.memory_child:
-        times, corpus_file, model, out = args.memory_child
-        memory_child(Path(corpus_file), int(times), Path(model), Path(out))
-        return 0
-
-    examples = [ex for ex in load_timeqa(DATA) if ex.answers][: args.limit]
+def run(quick: bool = False) -> dict[str, Any]:
+    """Every part's figures as one JSON-able dict."""
+    examples = [ex for ex in load_timeqa(DATA) if ex.answers]
     questions = [ex.question for ex in examples]
     corpus = list(read_passages(DATA))
-    print(f"corpus: {len(corpus):,} passages (every shipped TimeQA hard article, 100 words); "
-          f"{len(examples)} answerable questions", flush=True)
+    say(f"corpus: {len(corpus):,} passages (every shipped TimeQA hard article, 100 words); "
+        f"{len(examples)} answerable questions")
     results: dict[str, Any] = {"passages": len(corpus), "questions": len(examples)}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if "dense" not in args.skip:
-            results["dense"], dense_hits = dense_part(corpus, questions, work)
-            results["quality"] = quality_part(examples, corpus, work, dense_hits)
-        if "bm25" not in args.skip:
-            results["bm25"] = bm25_part(corpus, questions, work, args.rank_bm25_questions)
-        if "memory" not in args.skip:
-            results["memory"] = memory_part(corpus, work)
-    with atomic_write(args.json) as fh:
-        json.dump(results, fh, indent=2)
-    default_run = args.limit is None and not args.skip
-    return check_floors(results, args.floors) if default_run else 0
+        results["dense"], dense_hits = dense_part(corpus, questions, work)
+        results["quality"] = quality_part(examples, corpus, work, dense_hits)
+        results["bm25"] = bm25_part(corpus, questions, work, 10 if quick else 50)
+        results["memory"] = memory_part(corpus, work, SCALES[:2] if quick else SCALES)
+    return results
 
 
-def check_floors(results: dict[str, Any], path: Path) -> int:
-    """Exit status 1 when a figure is below its pinned floor (floors are raised, never lowered silently)."""
-    floors = json.loads(path.read_text())["index"]
+def check(results: dict[str, Any], floors: dict[str, Any]) -> list[str]:
+    """Failures: a figure below its pinned floor (floors are raised, never lowered silently)."""
     failures = []
     for key, floor in floors["recall"].items():
         name, k = key.split("|")
         value = results["quality"][name][int(k)]
         if value < floor:
-            failures.append(f"recall {key}: {value:.3f} < floor {floor:.3f}")
+            failures.append(f"index recall {key}: {value:.3f} < floor {floor:.3f}")
     quality = results["quality"]
     for fused in ("fused (rrf)", "fused (weighted)"):
         best = max(quality["bm25"][20], quality["dense"][20])
         if quality[fused][20] <= best:
-            failures.append(f"{fused} R@20 {quality[fused][20]:.3f} does not beat both parts (best {best:.3f})")
+            failures.append(f"index {fused} R@20 {quality[fused][20]:.3f} does not beat both parts (best {best:.3f})")
     hnsw = results["dense"]["HNSW32"]["recall10_vs_flat"]
     if hnsw < floors["hnsw_recall10_vs_flat"]:
-        failures.append(f"HNSW32 recall@10 vs Flat {hnsw:.3f} < floor {floors['hnsw_recall10_vs_flat']:.3f}")
+        failures.append(f"index HNSW32 recall@10 vs Flat {hnsw:.3f} < floor {floors['hnsw_recall10_vs_flat']:.3f}")
     if results["bm25"]["speedup"] < floors["bm25s_speedup"]:
-        failures.append(f"bm25s / rank-bm25 {results['bm25']['speedup']:.1f}x < floor {floors['bm25s_speedup']}x")
+        failures.append(f"index bm25s / rank-bm25 {results['bm25']['speedup']:.1f}x < floor {floors['bm25s_speedup']}x")
     if results["memory"]["ratio"] > floors["memory_ratio_max"]:
-        failures.append(f"peak memory 16x / 1x {results['memory']['ratio']:.2f} > {floors['memory_ratio_max']}")
-    print("floors: " + ("all met" if not failures else "FAILED\n  " + "\n  ".join(failures)))
-    return 1 if failures else 0
+        failures.append(f"index peak memory largest / 1x build {results['memory']['ratio']:.2f} > "
+                        f"{floors['memory_ratio_max']}")
+    return failures
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a memory-part child: TIMES CORPUS MODEL OUT
+    times, corpus_file, model, out = sys.argv[1:5]
+    memory_child(Path(corpus_file), int(times), Path(model), Path(out))

@@ -1,0 +1,97 @@
+"""``odqa bench``: throughput and quality benchmarks, measured as ratios in one run on one machine.
+
+Each suite is a module with ``run(quick) -> dict`` and ``check(results, floors) -> failures``; :func:`run_bench`
+runs the chosen suites, writes their JSON results and PNG plots, and compares them with the floors pinned in
+``bench/floors.json`` (floors are raised when a change earns it, never lowered silently).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from odqa.bench._common import bench_dir, machine, say, write_json
+from odqa.errors import InputError
+
+__all__ = ["SUITES", "BenchRun", "Suite", "run_bench"]
+
+Suite = Literal["refine", "index", "crawl", "reader"]
+SUITES: tuple[Suite, ...] = ("refine", "index", "crawl", "reader")
+
+
+@dataclass
+class BenchRun:
+    """What :func:`run_bench` measured and wrote, and the floors it missed (empty when all are met)."""
+
+    results: dict[str, Any]
+    files: list[Path] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+def _refine(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    from odqa.bench import plots, quality, refine
+
+    say("refine: throughput")
+    throughput = refine.run(quick)
+    say("refine: quality (answer recall@k per scorer)")
+    recall = quality.run(quick)
+    run.results["refine"] = {"throughput": throughput, "quality": recall}
+    run.failures += refine.check(throughput, floors["refine_throughput"])
+    run.failures += quality.check(recall, floors["refine_quality"])
+    run.files.append(plots.throughput_by_batch(throughput, out / "refine_throughput.png"))
+    run.files.append(plots.recall_curves(recall, out / "refine_recall.png"))
+
+
+def _crawl(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    from odqa.bench import crawl, plots
+
+    say("crawl: fetch against the bound, extraction")
+    results = run.results["crawl"] = crawl.run(quick)
+    run.failures += crawl.check(results, floors["crawl"])
+    run.files.append(plots.crawl_against_bound(results, out / "crawl.png"))
+
+
+def _index(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    from odqa.bench import index
+
+    say("index: corpus indexes (dense FAISS, BM25): speed, recall, peak memory")
+    results = run.results["index"] = index.run(quick)
+    run.failures += index.check(results, floors["index"])
+
+
+def _reader(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    """The reader's own benchmark (``bench/bench_reader.py``: questions/s and peak memory by n-context)."""
+    import importlib.util
+
+    path = bench_dir() / "bench_reader.py"
+    spec = importlib.util.spec_from_file_location("bench_reader", path)
+    if spec is None or spec.loader is None:
+        raise InputError(f"cannot load the reader benchmark {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    say("reader: questions/s and peak memory by n-context")
+    run.results["reader"] = module.run((10, 50) if quick else module.N_CONTEXTS, questions=4 if quick else 16)
+
+
+_RUNNERS = {"refine": _refine, "index": _index, "crawl": _crawl, "reader": _reader}
+
+
+def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False) -> BenchRun:
+    """Run ``suites`` (in the order of :data:`SUITES`), write ``<out>/bench.json`` and the plots, check floors."""
+    floors = json.loads((bench_dir() / "floors.json").read_text(encoding="utf-8"))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run = BenchRun({"machine": machine(), "quick": quick})
+    for name in SUITES:
+        if name in suites:
+            started = time.perf_counter()
+            _RUNNERS[name](quick, out, floors, run)
+            run.results.setdefault("seconds", {})[name] = time.perf_counter() - started
+    target = out / ("bench-quick.json" if quick else "bench.json")
+    write_json(target, run.results | {"failures": run.failures})
+    run.files.insert(0, target)
+    return run
