@@ -28,9 +28,9 @@ def throughput_by_batch(refine: dict[str, Any], path: Path) -> Path:
         rows = [r for r in refine["formats"] if r["format"] == fmt]
         ax.plot([r["batch_size"] for r in rows], [r["passages_per_s"] for r in rows], marker="o",
                 label=f"encoder {fmt} ({max(r['share_of_peak'] for r in rows):.0%} of {fmt} peak at best)")
-    for label, row in refine["unique"]["runs"].items():
-        ax.axhline(row["passages_per_s"], linestyle=":", linewidth=1, color="grey" if "naive" in label else "green")
-        ax.annotate(label, (ax.get_xlim()[0], row["passages_per_s"]), fontsize=7, va="bottom")
+    for (label, row), color in zip(refine["unique"]["runs"].items(), ("grey", "tab:blue", "tab:orange"), strict=False):
+        ax.axhline(row["passages_per_s"], linestyle=":", linewidth=1.2, color=color,
+                   label=f"unique workload, {label}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
     ax.set_ylabel("passages / s")
