@@ -231,7 +231,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         say(f"formats: {len(texts)} passages")
         formats = bench_formats(model, texts, (16, 64) if quick else (8, 16, 32, 64, 128), peaks)
         started = time.perf_counter()
-        model.tokenize(texts)
+        model.preprocess(texts)
         tokenize_s = time.perf_counter() - started
     best = {fmt: max((r for r in formats if r["format"] == fmt), key=lambda r: r["passages_per_s"])
             for fmt in ("fp32", "bf16")}
