@@ -139,6 +139,7 @@ class RefineConfig:
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     block_size: int = 256  # questions scored together (passages of a block are encoded in one call)
     ctx_key: Literal["ctxs", "passages"] = "ctxs"  # "passages" writes Atlas' field name
+    rerank: RerankConfig = field(default_factory=RerankConfig)  # a cross-encoder over the top rerank.top_n
 
     def __post_init__(self) -> None:
         if self.k < 1:

@@ -21,6 +21,7 @@ from odqa.refine import Refined, RefineStats, fid_record, refine
 
 if TYPE_CHECKING:
     from odqa.embed import Encoder
+    from odqa.retrieve.protocol import Reranker
 
 __all__ = ["RECALL_KS", "Progress", "RefineSummary", "WriteSummary", "recall_ks", "refine_to_file", "write_results"]
 
@@ -99,13 +100,15 @@ def refine_to_file(
     encoder: Encoder | None = None,
     *,
     progress: Progress | None = None,
+    reranker: Reranker | None = None,
 ) -> RefineSummary:
     """Refine ``examples`` (see :func:`odqa.refine.refine`), write the top k of each question as FiD JSON Lines
     to ``out`` and the resolved config beside it (``<out>.config.json``, with the precision the encoder used).
 
     ``encoder`` is needed by the dense and hybrid scorers and must be built from ``config.embed``; the caller
-    owns (and closes) it. Input in which no question has a candidate passage is an :class:`InputError` and
-    writes nothing: refinement only ranks candidates, it does not find them.
+    owns (and closes) it. ``reranker`` goes with ``config.rerank.model`` (``CrossEncoderReranker(config.rerank)``).
+    Input in which no question has a candidate passage is an :class:`InputError` and writes nothing: refinement
+    only ranks candidates, it does not find them.
     """
     config = config or RefineConfig()
     if encoder is not None:  # the resolved precision ("auto" -> bf16, ...) is what the written config records
@@ -115,7 +118,7 @@ def refine_to_file(
     started = time.perf_counter()
 
     def refined() -> Iterator[Refined]:
-        yield from refine(examples, config, encoder, stats, progress)
+        yield from refine(examples, config, encoder, stats, progress, reranker)
         if not stats.questions:
             raise InputError("no questions to refine: the input is empty")
         if not stats.passages:

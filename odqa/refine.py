@@ -23,6 +23,8 @@ from odqa.io import CtxKey, example_to_fid
 from odqa.records import Example, Hit, Passage
 from odqa.retrieve.bm25 import bm25_scores
 from odqa.retrieve.fusion import reciprocal_rank_fusion, top_k, weighted_fusion
+from odqa.retrieve.protocol import Reranker
+from odqa.retrieve.rerank import rerank_head
 from odqa.retrieve.temporal import temporal_scores
 from odqa.retrieve.tokenize import Tokenizer, tokenize
 
@@ -156,9 +158,11 @@ def refine(
     encoder: Encoder | None = None,
     stats: RefineStats | None = None,
     progress: Callable[[int], None] | None = None,
+    reranker: Reranker | None = None,
 ) -> Iterator[Refined]:
     """Yield each example with its top ``config.k`` passages. ``encoder`` is required for dense/hybrid and must
-    be built from ``config.embed``.
+    be built from ``config.embed``; ``reranker`` is required when ``config.rerank.model`` is set
+    (``CrossEncoderReranker(config.rerank)``) and reranks each question's top ``config.rerank.top_n``.
 
     A question's candidates never hold the same passage text twice (see :func:`distinct_passages`). Examples
     without candidates, or with an empty question, are kept (empty ctxs / original order) and counted.
@@ -171,6 +175,10 @@ def refine(
             raise ConfigError(
                 f"scorer {config.scorer!r} needs an encoder: refine(examples, config, Encoder(config.embed))")
         check_encoder(config.embed, encoder)
+    if (reranker is None) != (config.rerank.model is None):
+        raise ConfigError("a reranker goes with config.rerank.model, which the resolved config records: pass "
+                          "reranker=CrossEncoderReranker(config.rerank) and set rerank.model, or neither")
+    keep = max(config.k, config.rerank.top_n) if reranker is not None else config.k
     tokens: Tokenizer = functools.lru_cache(maxsize=100_000)(tokenize)  # lives as long as this run
     iterator = iter(examples)
     while block := list(itertools.islice(iterator, config.block_size)):
@@ -186,8 +194,12 @@ def refine(
             for i, ps in enumerate(candidates):
                 similarities[i] = vectors[offset : offset + len(ps)] @ queries[i]
                 offset += len(ps)
-        for ex, ps, sims in zip(block, candidates, similarities, strict=True):
-            yield Refined(ex, _select(ex, ps, sims, config, stats, tokens))
+        selected = [_select(ex, ps, sims, config, stats, tokens, keep)
+                    for ex, ps, sims in zip(block, candidates, similarities, strict=True)]
+        if reranker is not None:
+            selected = _rerank(reranker, block, selected, config)
+        for ex, hits in zip(block, selected, strict=True):
+            yield Refined(ex, hits)
         if progress is not None:
             progress(len(block))
 
@@ -199,7 +211,9 @@ def _select(
     config: RefineConfig,
     stats: RefineStats,
     tokens: Tokenizer,
+    keep: int,
 ) -> list[Hit]:
+    """The ``keep`` best passages of one question (``config.k``, or more for a reranker to choose from)."""
     stats.questions += 1
     stats.passages += len(passages)
     if not passages:
@@ -211,5 +225,17 @@ def _select(
     if not ex.question.strip():
         stats.empty_question += 1
         stats.warn(f"question {ex.id!r} is empty; its passages are kept in their original order, score 0")
-        return [Hit(p, 0.0) for p in passages[: config.k]]
-    return top_k(passages, score_passages(ex.question, passages, config, sims, tokens), config.k)
+        return [Hit(p, 0.0) for p in passages[:keep]]
+    return top_k(passages, score_passages(ex.question, passages, config, sims, tokens), keep)
+
+
+def _rerank(reranker: Reranker, block: list[Example], selected: list[list[Hit]], config: RefineConfig
+            ) -> list[list[Hit]]:
+    """Each question's top ``rerank.top_n`` reranked (see :func:`rerank_head`); empty questions keep their order."""
+    todo = [i for i, (ex, hits) in enumerate(zip(block, selected, strict=True)) if ex.question.strip() and hits]
+    ranked = rerank_head(reranker, [block[i].question for i in todo], [selected[i] for i in todo],
+                         config.rerank.top_n, config.k)
+    out = [hits[: config.k] for hits in selected]
+    for i, hits in zip(todo, ranked, strict=True):
+        out[i] = hits
+    return out

@@ -50,6 +50,11 @@ def refine_command(
                         ] = False,
     cache_limit_gb: Annotated[float | None, typer.Option(
         help="Embedding cache size limit; least recently used vectors are evicted past it (default 2).")] = None,
+    rerank: Annotated[str | None, typer.Option(
+        metavar="MODEL", help="Cross-encoder (hub id or local path) that reranks each question's top N.")] = None,
+    rerank_top: Annotated[int | None, typer.Option(
+        metavar="N", help="Passages reranked per question (default 100); the rest follow in first-stage order.")
+                          ] = None,
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/refine.yaml).")] = None,
@@ -79,6 +84,7 @@ def refine_command(
             "embed.query_prompt": query_prompt, "embed.batch_size": batch_size, "embed.device": device,
             "embed.precision": precision, "embed.cache_dir": "" if no_cache else cache_dir,
             "embed.cache_limit_gb": cache_limit_gb,
+            "rerank.model": rerank, "rerank.top_n": rerank_top,
         },
     )
     summary = _run(source, out, cfg, tables, ray_config(engine, ray_address, ray_actors))
@@ -90,6 +96,7 @@ def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None,
     """Read the input (its first record before the slow model load), then refine with a progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from odqa.errors import ConfigError
     from odqa.inputs import load_examples
     from odqa.pipeline import refine_to_file
     from odqa.refine import needs_encoder
@@ -97,9 +104,17 @@ def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None,
     if tables is not None:
         from odqa.tables import refine_tables_to_file
 
+        if cfg.rerank.model is not None:
+            raise ConfigError("--rerank reranks passages of each question's candidates; --tables ranks table rows "
+                              "with their linked passages and takes no reranker: drop --rerank or --tables")
         run = functools.partial(refine_tables_to_file, source, tables, out, cfg)
     else:
         run = functools.partial(refine_to_file, load_examples(source), out, cfg)
+    if cfg.rerank.model is not None:
+        from odqa.retrieve.rerank import CrossEncoderReranker
+
+        with console.status(f"loading cross-encoder {cfg.rerank.model!r}"):
+            run = functools.partial(run, reranker=CrossEncoderReranker(cfg.rerank))
     encoder = None
     if needs_encoder(cfg):
         from odqa.embed import Encoder
@@ -137,6 +152,8 @@ def _print_summary(summary: RefineSummary) -> None:
     table.add_row("passages scored", f"{stats.passages:,}")
     table.add_row("repeated passages dropped", f"{stats.duplicates:,}")
     table.add_row("passages encoded (cache misses)", f"{summary.encoded:,}")
+    if summary.config.rerank.model is not None:
+        table.add_row("reranked", f"top {summary.config.rerank.top_n} by {summary.config.rerank.model}")
     table.add_row("time", f"{seconds:.1f} s ({summary.questions / max(seconds, 1e-9):.1f} questions/s)")
     for cutoff, value in summary.recall.items():
         table.add_row(f"answer recall@{cutoff} ({summary.answerable} answerable)", f"{value:.3f}")
