@@ -39,7 +39,8 @@ def test_unknown_keys_are_rejected_with_the_valid_ones(tmp_path: Path) -> None:
     ("overrides", "message"),
     [
         ({"k": 0}, "k must be >= 1, got 0"),
-        ({"scorer": "magic"}, "scorer must be 'dense', 'bm25', 'hybrid', 'original', 'table' or 'table-hybrid', got 'magic'"),
+        ({"scorer": "magic"},
+         "scorer must be 'dense', 'bm25', 'hybrid', 'original', 'table' or 'table-hybrid', got 'magic'"),
         ({"embed.precision": "int3"}, "embed.precision must be 'auto', 'fp32', 'fp16' or 'bf16', got 'int3'"),
         ({"embed.cache_limit_gb": 0}, "cache_limit_gb must be > 0, got 0"),
         ({"chunk.words": 1.5}, "chunk.words must be a valid integer, got 1.5"),
