@@ -40,6 +40,7 @@ __all__ = [
     "needs_encoder",
     "refine",
     "score_passages",
+    "select_hits",
 ]
 
 
@@ -194,7 +195,8 @@ def refine(
             for i, ps in enumerate(candidates):
                 similarities[i] = vectors[offset : offset + len(ps)] @ queries[i]
                 offset += len(ps)
-        selected = [_select(ex, ps, sims, config, stats, tokens, keep)
+        selected = [select_hits(ex, ps, functools.partial(score_passages, ex.question, ps, config, sims, tokens),
+                                stats, config.k, keep)
                     for ex, ps, sims in zip(block, candidates, similarities, strict=True)]
         if reranker is not None:
             selected = _rerank(reranker, block, selected, config)
@@ -204,29 +206,32 @@ def refine(
             progress(len(block))
 
 
-def _select(
+def select_hits(
     ex: Example,
-    passages: list[Passage],
-    sims: np.ndarray | None,
-    config: RefineConfig,
+    passages: Sequence[Passage],
+    score: Callable[[], np.ndarray],
     stats: RefineStats,
-    tokens: Tokenizer,
-    keep: int,
+    k: int,
+    keep: int | None = None,
 ) -> list[Hit]:
-    """The ``keep`` best passages of one question (``config.k``, or more for a reranker to choose from)."""
+    """The ``keep`` (default ``k``) best of one question's passages by ``score()``, counted in ``stats``.
+
+    Shared by every per-question scorer: no passages gives empty ctxs, an empty question keeps the input order.
+    """
+    keep = k if keep is None else keep
     stats.questions += 1
     stats.passages += len(passages)
     if not passages:
         stats.no_candidates += 1
         stats.warn(f"question {ex.id!r} has no candidate passages; written with empty ctxs")
         return []
-    if len(passages) < config.k:
+    if len(passages) < k:
         stats.fewer_than_k += 1
     if not ex.question.strip():
         stats.empty_question += 1
         stats.warn(f"question {ex.id!r} is empty; its passages are kept in their original order, score 0")
         return [Hit(p, 0.0) for p in passages[:keep]]
-    return top_k(passages, score_passages(ex.question, passages, config, sims, tokens), keep)
+    return top_k(passages, score(), keep)
 
 
 def _rerank(reranker: Reranker, block: list[Example], selected: list[list[Hit]], config: RefineConfig

@@ -35,10 +35,10 @@ from odqa.datasets.hybridqa import load_hybridqa, load_table
 from odqa.datasets.hybridqa_linking import TableRetriever
 from odqa.errors import ConfigError, InputError
 from odqa.pipeline import Progress, RefineSummary, recall_ks, write_results
-from odqa.records import Example, Hit
-from odqa.refine import Refined, RefineStats, check_encoder, needs_encoder, score_passages
+from odqa.records import Example
+from odqa.refine import Refined, RefineStats, check_encoder, needs_encoder, score_passages, select_hits
 from odqa.retrieve.bm25 import bm25_scores
-from odqa.retrieve.fusion import minmax, top_k
+from odqa.retrieve.fusion import minmax
 from odqa.retrieve.temporal import temporal_scores
 from odqa.retrieve.tokenize import Tokenizer, tokenize
 
@@ -184,7 +184,8 @@ def refine_tables(
                 similarities[i] = vectors[offset : offset + len(r.passages)] @ queries[i]
                 offset += len(r.passages)
         for ex, retriever, sims in zip(block, retrievers, similarities, strict=True):
-            yield Refined(ex, _select(ex, retriever, sims, config, stats, tokens, weights))
+            score = functools.partial(table_scores, ex.question, retriever, config, sims, tokens, weights)
+            yield Refined(ex, select_hits(ex, retriever.passages, score, stats, config.k))
         if progress is not None:
             progress(len(block))
 
@@ -195,31 +196,6 @@ def _table_id(example: Example) -> str:
         raise InputError(f"question {example.id!r} names no table (meta 'table_id'); read HybridQA questions with "
                          "odqa.datasets.load_hybridqa(questions, tables_dir)")
     return table_id
-
-
-def _select(
-    ex: Example,
-    retriever: TableRetriever,
-    sims: np.ndarray | None,
-    config: RefineConfig,
-    stats: RefineStats,
-    tokens: Tokenizer,
-    weights: TableHybridWeights | None,
-) -> list[Hit]:
-    passages = retriever.passages
-    stats.questions += 1
-    stats.passages += len(passages)
-    if not passages:
-        stats.no_candidates += 1
-        stats.warn(f"question {ex.id!r}: table {_table_id(ex)!r} has no rows; written with empty ctxs")
-        return []
-    if len(passages) < config.k:
-        stats.fewer_than_k += 1
-    if not ex.question.strip():
-        stats.empty_question += 1
-        stats.warn(f"question {ex.id!r} is empty; its candidates are kept in table order, score 0")
-        return [Hit(p, 0.0) for p in passages[: config.k]]
-    return top_k(passages, table_scores(ex.question, retriever, config, sims, tokens, weights), config.k)
 
 
 def _annotate(item: Refined, record: dict[str, Any]) -> None:
