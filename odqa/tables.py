@@ -1,8 +1,9 @@
 """HybridQA refinement (``odqa refine QUESTIONS --tables WikiTables-WithLinks/``): each question's candidates
 are its own table's rows and linked pages (:mod:`odqa.datasets.hybridqa`), scored, cut to the top k and written
-as FiD JSON Lines. Every ctx says what it is (``kind``: ``row`` or ``passage``) and which cells it belongs to
-(``cells``: ``[[row, column], ...]``); every record says where its answer lies (``answer_from``: ``table`` or
-``passage``), so ``odqa eval`` splits recall@k as HybridQA splits its evaluation.
+as FiD JSON Lines. Every ctx says what it is (``kind``: ``row`` or ``passage``), which cells it belongs to
+(``cells``: ``[[row, column], ...]``) and its ``table_id``; every record says where its answer lies
+(``answer_from``: ``table`` or ``passage``), as :class:`~odqa.datasets.hybridqa.TableAnnotator` marks them,
+so ``odqa eval`` splits recall@k as HybridQA splits its evaluation.
 
 Scorers (``RefineConfig.scorer``):
 
@@ -26,12 +27,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from odqa.config import RefineConfig, write_resolved
-from odqa.datasets.hybridqa import load_hybridqa, load_table
+from odqa.datasets.hybridqa import TableAnnotator, load_hybridqa, load_table
 from odqa.datasets.hybridqa_linking import TableRetriever
 from odqa.errors import ConfigError, InputError
 from odqa.pipeline import Progress, RefineSummary, recall_ks, write_results
@@ -198,17 +199,6 @@ def _table_id(example: Example) -> str:
     return table_id
 
 
-def _annotate(item: Refined, record: dict[str, Any]) -> None:
-    """Add what each ctx is and which cells it covers, and where the question's answer lies."""
-    meta = {doc.id: doc.meta for doc in item.example.ctxs or ()}
-    key = "ctxs" if "ctxs" in record else "passages"
-    for ctx in record[key]:
-        ctx["kind"] = meta[ctx["id"]]["kind"]
-        ctx["cells"] = meta[ctx["id"]]["cells"]
-    record["table_id"] = item.example.meta.get("table_id")
-    record["answer_from"] = item.example.meta.get("answer_from")
-
-
 def refine_tables_to_file(
     questions: str | Path,
     tables_dir: str | Path,
@@ -238,7 +228,8 @@ def refine_tables_to_file(
         examples = load_hybridqa(questions, tables_dir)
         yield from refine_tables(examples, tables_dir, config, encoder, stats, progress, weights)
 
-    written = write_results(refined(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key, annotate=_annotate)
+    written = write_results(refined(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key,
+                            annotate=TableAnnotator(tables_dir))
     seconds = time.perf_counter() - started
     config_file = write_resolved(config, out)
     encoded = encoder.encoded - encoded_before if encoder is not None else 0

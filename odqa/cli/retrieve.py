@@ -10,6 +10,7 @@ import typer
 from odqa.cli._app import app, console, guarded
 
 if TYPE_CHECKING:
+    from odqa.datasets.hybridqa import TableAnnotator
     from odqa.retrieve.run import RetrieveConfig, RetrieveSummary
 
 __all__ = ["retrieve_command"]
@@ -19,8 +20,8 @@ __all__ = ["retrieve_command"]
 @guarded
 def retrieve_command(
     source: Annotated[Path, typer.Argument(
-        metavar="QUESTIONS", help="Questions: JSON Lines {id, question, answers?}, any dataset file odqa loads, or a "
-                                  "crawl folder.")],
+        metavar="QUESTIONS", help="Questions: JSON Lines {id, question, answers?}, any dataset file odqa loads, a "
+                                  "crawl folder, or HybridQA questions with --tables.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="FiD JSON Lines to write.")],
     index: Annotated[list[Path] | None, typer.Option(
         "--index", help="Index folder (indexes/NAME); repeat to fuse several.")] = None,
@@ -42,6 +43,9 @@ def retrieve_command(
     rerank_top: Annotated[int | None, typer.Option(
         metavar="N", help="Passages reranked per question (default 100); the rest follow in first-stage order.")
                           ] = None,
+    tables: Annotated[Path | None, typer.Option(
+        help="HybridQA: the WikiTables-WithLinks folder the questions' tables (and the index) come from; each hit "
+             "is marked with its table_id, kind and cells.")] = None,
     atlas: Annotated[bool, typer.Option("--atlas", help="Write 'passages' (Atlas) instead of 'ctxs' (FiD).")
                      ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/retrieve.yaml).")] = None,
@@ -57,26 +61,33 @@ def retrieve_command(
         model=model, device=device, ctx_key="passages" if atlas else None,
         **{"rerank.model": rerank, "rerank.top_n": rerank_top},
     )
-    _print_summary(_run(source, out, cfg))
+    annotator = None
+    if tables is not None:
+        from odqa.datasets.hybridqa import TableAnnotator
+
+        annotator = TableAnnotator(tables)
+    _print_summary(_run(source, out, cfg, tables, annotator), annotator)
 
 
-def _run(source: Path, out: Path, cfg: RetrieveConfig) -> RetrieveSummary:
+def _run(source: Path, out: Path, cfg: RetrieveConfig, tables: Path | None,
+         annotator: TableAnnotator | None) -> RetrieveSummary:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from odqa.inputs import load_examples
     from odqa.retrieve.run import open_retriever, retrieve_to_file
 
-    examples = load_examples(source)  # reads and checks the first record before the (slow) index load
+    examples = load_examples(source, tables)  # reads and checks the first record before the (slow) index load
     with console.status("loading index" + ("es" if len(cfg.indexes) > 1 else "")):
         retriever = open_retriever(cfg)
     columns = (SpinnerColumn(), TextColumn("retrieving"), BarColumn(), MofNCompleteColumn(), TextColumn("questions"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("retrieve", total=None)
-        return retrieve_to_file(examples, out, cfg, retriever, progress=lambda n: bar.advance(task, n))
+        return retrieve_to_file(examples, out, cfg, retriever, progress=lambda n: bar.advance(task, n),
+                                annotate=annotator)
 
 
-def _print_summary(summary: RetrieveSummary) -> None:
+def _print_summary(summary: RetrieveSummary, annotator: TableAnnotator | None) -> None:
     from rich.table import Table
 
     cfg = summary.config
@@ -91,5 +102,10 @@ def _print_summary(summary: RetrieveSummary) -> None:
                           "questions/s)")
     for cutoff, value in summary.recall.items():
         table.add_row(f"answer recall@{cutoff} ({summary.answerable} answerable)", f"{value:.3f}")
+    if annotator is not None:
+        from odqa.pipeline import recall_ks
+
+        for cutoff, value in annotator.table_recall(recall_ks(cfg.k)).items():
+            table.add_row(f"table recall@{cutoff} (own table among the hits)", f"{value:.3f}")
     table.add_row("output", str(summary.output))
     console.print(table)

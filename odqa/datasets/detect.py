@@ -67,6 +67,7 @@ def load_dataset(path: str | Path) -> Iterator[Example]:
         raise InputError(
             f"{path} holds HybridQA questions, whose candidates are rows and linked passages of their tables: "
             "give the tables folder, `odqa refine QUESTIONS --tables WikiTables-WithLinks/ --out OUT.jsonl` "
-            "(odqa.tables.refine_tables_to_file), or read them with odqa.datasets.load_hybridqa(questions, tables_dir)"
+            "(odqa.tables.refine_tables_to_file) or `odqa retrieve QUESTIONS --tables WikiTables-WithLinks/ --index "
+            "indexes/NAME --out OUT.jsonl`, or read them with odqa.datasets.load_hybridqa(questions, tables_dir)"
         )
     return _LOADERS[name](path)

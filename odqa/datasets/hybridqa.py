@@ -12,6 +12,11 @@ A table becomes documents: one per row, ``"header: value"`` pairs (title = table
 page, tied to the cells that link to it; ``meta["kind"]`` says which (``"row"`` or ``"passage"``) and
 ``meta["cells"]`` which cells (``[[row, column], ...]``: every cell of a row, the linking cells of a page).
 
+A whole ``WikiTables-WithLinks`` folder is read one table at a time, in sorted id order (:func:`iter_tables`),
+for corpus indexes over many tables (``odqa index build WikiTables-WithLinks/``); a passage id names its table
+(:func:`table_of`), so :class:`TableAnnotator` marks the hits of any index built from such a folder with their
+table, kind and cells.
+
 Each question's ``meta["answer_from"]`` says where its answer lies, ``"table"`` (a cell) or ``"passage"`` (a
 linked page), as HybridQA splits its evaluation: from the official trace (``answer-node``, in the released
 ``*.traced.json`` files) when the record has one, else found in the table itself (see :func:`answer_source`).
@@ -19,14 +24,15 @@ linked page), as HybridQA splits its evaluation: from the official trace (``answ
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote
 
 from odqa.errors import FormatError, InputError
-from odqa.evaluate.answers import has_answer
+from odqa.evaluate.answers import has_answer, recall_at_k
 from odqa.io import read_json, read_json_or_jsonl
 from odqa.records import Document, Example, Passage
 
@@ -34,10 +40,15 @@ __all__ = [
     "AnswerSource",
     "Cell",
     "Table",
+    "TableAnnotator",
     "answer_source",
+    "is_tables_dir",
+    "iter_tables",
     "load_hybridqa",
     "load_table",
     "table_documents",
+    "table_ids",
+    "table_of",
     "table_passages",
 ]
 
@@ -64,7 +75,7 @@ class Table:
     passages: Mapping[str, str] = field(default_factory=dict)
 
     def row_id(self, row: int) -> str:
-        """The passage id of a row: ``<table_id>#row=<row>``."""
+        """The passage id of a row: ``<table_id>#row=<row>`` (:func:`table_of` reads the table back)."""
         return f"{self.id}#row={row}"
 
     def link_id(self, link: str) -> str:
@@ -80,6 +91,28 @@ class Table:
                     if link in self.passages:
                         cells.setdefault(link, []).append((r, c))
         return cells
+
+
+def table_of(passage_id: str) -> str:
+    """The table id in a row or linked-page passage id (:meth:`Table.row_id`, :meth:`Table.link_id`): the part
+    before the first ``#``, which a table id (a Wikipedia title and a number) never holds, though a link may."""
+    return passage_id.split("#", 1)[0]
+
+
+def is_tables_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a HybridQA ``WikiTables-WithLinks`` folder (it has ``tables_tok/``)."""
+    return (Path(path) / "tables_tok").is_dir()
+
+
+def table_ids(tables_dir: str | Path) -> list[str]:
+    """The ids of the tables in a ``WikiTables-WithLinks`` folder (``tables_tok/<id>.json``), sorted."""
+    return sorted(path.stem for path in (Path(tables_dir) / "tables_tok").glob("*.json"))
+
+
+def iter_tables(tables_dir: str | Path) -> Iterator[Table]:
+    """Every table of a ``WikiTables-WithLinks`` folder with its linked passages, one at a time, by sorted id."""
+    for table_id in table_ids(tables_dir):
+        yield load_table(tables_dir, table_id)
 
 
 def load_table(tables_dir: str | Path, table_id: str) -> Table:
@@ -172,6 +205,55 @@ def answer_source(record: Mapping[str, Any], table: Table) -> AnswerSource | Non
     if any(has_answer(table.passages[link], [answer]) for link in table.cells_linking()):
         return "passage"
     return None
+
+
+class _Ranked(Protocol):
+    """A ranked question, as :class:`odqa.refine.Refined` holds one (loaders do not import the stages)."""
+
+    @property
+    def example(self) -> Example: ...
+
+
+class TableAnnotator:
+    """Marks the FiD records of HybridQA questions (the ``annotate`` hook of ``odqa.pipeline.write_results``).
+
+    Each ctx gets its ``kind`` (``row`` or ``passage``), ``cells`` and ``table_id``, looked up by passage id in
+    ``tables_dir`` (so the hits of an index over many tables are marked as well as a question's own
+    candidates); each record gets its question's ``table_id`` and ``answer_from``. It also notes, per question
+    with a table, which ctxs come from that table: :meth:`table_recall`.
+    """
+
+    def __init__(self, tables_dir: str | Path, cached: int = 64) -> None:
+        self.tables_dir = Path(tables_dir)
+        self.own_table: list[list[bool]] = []  # per question with a table: is each ctx (best first) from it
+        self._documents = functools.lru_cache(maxsize=cached)(self._load)  # questions of a table come together
+
+    def _load(self, table_id: str) -> dict[str, Mapping[str, Any]]:
+        return {doc.id: doc.meta for doc in table_documents(load_table(self.tables_dir, table_id))}
+
+    def ctx_meta(self, passage_id: str) -> Mapping[str, Any]:
+        """What a row or linked-page passage is: ``kind``, ``table_id``, ``cells`` (see :func:`table_documents`)."""
+        table_id = table_of(passage_id)
+        meta = self._documents(table_id).get(passage_id)
+        if meta is None:
+            raise InputError(f"passage {passage_id!r} is no row or linked page of table {table_id!r} in "
+                             f"{self.tables_dir}; pass the WikiTables-WithLinks folder the index was built from")
+        return meta
+
+    def __call__(self, item: _Ranked, record: dict[str, Any]) -> None:
+        ctxs = record["ctxs" if "ctxs" in record else "passages"]
+        for ctx in ctxs:
+            meta = self.ctx_meta(ctx["id"])
+            ctx["kind"], ctx["cells"], ctx["table_id"] = meta["kind"], meta["cells"], meta["table_id"]
+        table_id = item.example.meta.get("table_id")
+        record["table_id"] = table_id
+        record["answer_from"] = item.example.meta.get("answer_from")
+        if table_id is not None:
+            self.own_table.append([ctx["table_id"] == table_id for ctx in ctxs])
+
+    def table_recall(self, ks: Sequence[int]) -> dict[int, float]:
+        """Share of the questions annotated so far with a ctx of their own table in the top k, for each k."""
+        return recall_at_k(self.own_table, ks) if self.own_table else {}
 
 
 def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Example]:

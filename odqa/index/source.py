@@ -3,7 +3,11 @@
 - JSON Lines (or a JSON array) of passages ``{id, doc_id?, title?, text}``;
 - DPR TSV ``id\\ttext\\ttitle`` (``.tsv``, optionally gzipped), with or without the header row;
 - any question file odqa loads, or an ``odqa crawl`` folder: each question's candidates chunked as refine chunks
-  them, each passage id and each passage text once (questions about one subject share their articles).
+  them, each passage id and each passage text once (questions about one subject share their articles);
+- a HybridQA ``WikiTables-WithLinks`` folder (it has ``tables_tok/``): every table, by sorted id, as its row
+  passages then its linked-page passages (:func:`odqa.datasets.hybridqa.table_passages`, unchunked, as refine
+  ``--tables`` scores them). A page linked from several tables is indexed once per table, so that each hit
+  names the table it belongs to (its id, ``<table_id>#row=<r>`` or ``<table_id>#<link>``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from odqa.chunk import chunk
 from odqa.config import ChunkConfig
+from odqa.datasets.hybridqa import is_tables_dir, iter_tables, table_passages
 from odqa.errors import FormatError, InputError
 from odqa.io import read_dpr_tsv, read_json_or_jsonl
 from odqa.records import Passage
@@ -54,12 +59,17 @@ def _from_questions(path: Path, config: ChunkConfig) -> Iterator[Passage]:
                 yield passage
 
 
+def _from_tables(path: Path) -> Iterator[Passage]:
+    for table in iter_tables(path):  # one table in memory at a time
+        yield from table_passages(table)
+
+
 def read_passages(path: str | Path, config: ChunkConfig | None = None) -> Iterator[Passage]:
     """The passages of ``path`` in a stable order (see the module docstring for the accepted inputs)."""
     path = Path(path)
     config = config or ChunkConfig()
     if path.is_dir():
-        yield from _from_questions(path, config)
+        yield from (_from_tables(path) if is_tables_dir(path) else _from_questions(path, config))
         return
     if _is_tsv(path):
         yield from read_dpr_tsv(path)
@@ -83,5 +93,5 @@ def open_passages(path: str | Path, config: ChunkConfig | None = None) -> Iterat
     first = next(passages, None)
     if first is None:
         raise InputError(f"{path} holds no passages; expected JSON Lines {{id, title, text}}, DPR TSV, a question "
-                         "file or a crawl folder")
+                         "file, a crawl folder or a HybridQA WikiTables-WithLinks folder (tables_tok/*.json)")
     return itertools.chain([first], passages)

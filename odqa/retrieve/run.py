@@ -2,17 +2,19 @@
 
 :func:`retrieve` ranks examples in blocks through any :class:`~odqa.retrieve.protocol.Retriever` (a reranked one
 is :class:`~odqa.retrieve.rerank.Reranked`, which :func:`open_retriever` builds when ``config.rerank`` names a
-model); :func:`retrieve_to_file` writes them with the same writer as refine and the resolved config beside them.
+model); :func:`retrieve_to_file` writes them with the same writer as refine and the resolved config beside them,
+marked by an optional ``annotate`` hook (HybridQA: :class:`odqa.datasets.hybridqa.TableAnnotator` says which
+table, kind and cells each hit is; retrievers know no dataset, so the caller passes it).
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from odqa.config import RerankConfig, write_resolved
 from odqa.errors import ConfigError, InputError
@@ -119,9 +121,11 @@ def retrieve_to_file(
     retriever: Retriever | None = None,
     *,
     progress: Progress | None = None,
+    annotate: Callable[[Refined, dict[str, Any]], None] | None = None,
 ) -> RetrieveSummary:
     """Retrieve for ``examples`` (with ``retriever``, or the one ``config`` names), write FiD JSON Lines to
-    ``out`` (``has_answer`` marked) and the resolved config beside it (``<out>.config.json``)."""
+    ``out`` (``has_answer`` marked, then ``annotate`` called on each record) and the resolved config beside it
+    (``<out>.config.json``)."""
     retriever = retriever if retriever is not None else open_retriever(config)
     started = time.perf_counter()
     count = 0
@@ -134,7 +138,7 @@ def retrieve_to_file(
         if not count:
             raise InputError("no questions to retrieve for: the input is empty")
 
-    written = write_results(ranked(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key)
+    written = write_results(ranked(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key, annotate=annotate)
     seconds = time.perf_counter() - started
     config_file = write_resolved(config, out)
     return RetrieveSummary(written.output, config_file, config, written.questions, written.answerable,
