@@ -61,7 +61,7 @@ _RETRIEVERS_KEPT = 64  # tables whose linker indexes stay built (questions of on
 class TableHybridWeights:
     """How ``table-hybrid`` sums its signals, and how far a score travels along the table's links.
 
-    Measured on HybridQA dev questions (bench/bench_hybridqa.py, docs/datasets.md); the numeric and temporal
+    Measured on HybridQA dev questions (``odqa bench hybridqa``, docs/datasets.md); the numeric and temporal
     signals are already in [0, 1] and are added as they are.
     """
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from odqa.bench import BenchRun, crawl, quality, refine
+from odqa.bench import SUITES, BenchRun, crawl, hybridqa, quality, refine
 from odqa.chunk import chunk
 from odqa.records import Document, Example
 
@@ -77,7 +77,7 @@ def test_check_exits_non_zero_on_a_regression(failures: list[str], code: int, tm
     import odqa.bench
     from odqa.cli import app
 
-    def fake(suites: Any, out: Any, *, quick: bool) -> BenchRun:
+    def fake(suites: Any, out: Any, *, quick: bool, reader: Any = None) -> BenchRun:
         assert list(suites) == ["crawl"] and quick
         return BenchRun({"seconds": {"crawl": 1.0}}, [tmp_path / "bench-quick.json"], list(failures))
 
@@ -85,3 +85,39 @@ def test_check_exits_non_zero_on_a_regression(failures: list[str], code: int, tm
     result = runner.invoke(app, ["bench", "crawl", "--quick", "--check", "--out", str(tmp_path)])
     assert result.exit_code == code, result.output
     assert ("FAILED" in result.output) == bool(failures)
+
+
+def test_hybridqa_floors_and_the_default_must_reach_bm25_and_hybrid() -> None:
+    def row(r1: float, r5: float) -> dict[str, float]:
+        return {"recall@1": r1, "recall@5": r5, "recall@10": 1.0}
+
+    held = {"table-hybrid": row(0.5, 0.8), "bm25": row(0.4, 0.7), "hybrid": row(0.45, 0.75)}
+    assert hybridqa.check({"results": {"heldout": held}}, {"recall@1": 0.5}) == []
+    failures = hybridqa.check({"results": {"heldout": held | {"bm25": row(0.6, 0.7)}}}, {"recall@5": 0.9})
+    assert len(failures) == 2 and "0.800 < floor 0.9" in failures[0] and "recall@1 0.500 < bm25 0.600" in failures[1]
+
+
+@pytest.mark.parametrize("browser", [None, "chromium not found"])
+def test_all_runs_every_suite_and_the_report_only_with_a_browser(browser: str | None, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import odqa.bench
+    import odqa.bench.browser
+    from odqa.cli import app
+
+    ran: list[str] = []
+
+    def fake(suites: Any, out: Any, *, quick: bool, reader: Any = None) -> BenchRun:
+        ran.extend(suites)
+        return BenchRun({}, [], [])
+
+    monkeypatch.setattr(odqa.bench, "run_bench", fake)
+    monkeypatch.setattr(odqa.bench.browser, "missing", lambda: browser)
+    result = runner.invoke(app, ["bench", "all", "--quick", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert ran == [s for s in SUITES if s != "report" or browser is None]
+    assert ("skipping the report suite" in result.output) == (browser is not None)
+
+
+def test_no_benchmark_is_a_loose_script() -> None:
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    assert not list(bench.glob("*.py")), "benchmarks live in odqa/bench and run as `odqa bench SUITE`"

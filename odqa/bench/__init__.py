@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from odqa.bench._common import bench_dir, machine, say, write_json
-from odqa.errors import InputError
 
 __all__ = ["SUITES", "BenchRun", "Suite", "run_bench"]
 
-Suite = Literal["refine", "index", "crawl", "reader"]
-SUITES: tuple[Suite, ...] = ("refine", "index", "crawl", "reader")
+Suite = Literal["refine", "index", "crawl", "hybridqa", "reader", "report"]
+SUITES: tuple[Suite, ...] = ("refine", "index", "crawl", "hybridqa", "reader", "report")
 
 
 @dataclass
@@ -63,25 +62,38 @@ def _index(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> Non
     run.failures += index.check(results, floors["index"])
 
 
-def _reader(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
-    """The reader's own benchmark (``bench/bench_reader.py``: questions/s and peak memory by n-context)."""
-    import importlib.util
+def _hybridqa(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    from odqa.bench import hybridqa
 
-    path = bench_dir() / "bench_reader.py"
-    spec = importlib.util.spec_from_file_location("bench_reader", path)
-    if spec is None or spec.loader is None:
-        raise InputError(f"cannot load the reader benchmark {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    say("hybridqa: answer recall@k of the table scorers (cell- and passage-answered questions apart)")
+    results = run.results["hybridqa"] = hybridqa.run(quick)
+    say(hybridqa.table(results["results"]))
+    run.failures += hybridqa.check(results, floors["hybridqa"])
+
+
+def _reader(quick: bool, run: BenchRun, options: dict[str, str]) -> None:
+    from odqa.bench import reader
+
     say("reader: questions/s and peak memory by n-context")
-    run.results["reader"] = module.run((10, 50) if quick else module.N_CONTEXTS, questions=4 if quick else 16)
+    run.results["reader"] = reader.run((10, 50) if quick else reader.N_CONTEXTS, questions=4 if quick else 16,
+                                       **options)  # type: ignore[arg-type]
 
 
-_RUNNERS = {"refine": _refine, "index": _index, "crawl": _crawl, "reader": _reader}
+def _report(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    from odqa.bench import report
+
+    say("report: page size, build time, time to a usable page in headless Chromium")
+    run.results["report"] = report.run(quick)
 
 
-def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False) -> BenchRun:
-    """Run ``suites`` (in the order of :data:`SUITES`), write ``<out>/bench.json`` and the plots, check floors."""
+_RUNNERS = {"refine": _refine, "index": _index, "crawl": _crawl, "hybridqa": _hybridqa, "report": _report}
+
+
+def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False,
+              reader: dict[str, str] | None = None) -> BenchRun:
+    """Run ``suites`` (in the order of :data:`SUITES`), write ``<out>/bench.json`` and the plots, check floors.
+
+    ``reader``: the reader suite's model shape, device and precision (``size``, ``device``, ``precision``)."""
     floors = json.loads((bench_dir() / "floors.json").read_text(encoding="utf-8"))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -89,7 +101,10 @@ def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False) 
     for name in SUITES:
         if name in suites:
             started = time.perf_counter()
-            _RUNNERS[name](quick, out, floors, run)
+            if name == "reader":
+                _reader(quick, run, reader or {})
+            else:
+                _RUNNERS[name](quick, out, floors, run)
             run.results.setdefault("seconds", {})[name] = time.perf_counter() - started
     target = out / ("bench-quick.json" if quick else "bench.json")
     write_json(target, run.results | {"failures": run.failures})

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import headless_chromium, missing
 
+from odqa.bench.browser import headless_chromium, missing
 from odqa.report import ReportConfig, RunSpec, write_report
 
 SHOTS = Path(os.environ.get("ODQA_SCREENSHOTS", "")) if os.environ.get("ODQA_SCREENSHOTS") else None

@@ -3,30 +3,25 @@ page, for a synthetic report of N questions x M passages (two runs over the same
 
 Every passage is distinct (100 pseudo-words, no sharing between questions): the worst case for the page's size,
 since the passage table stores each distinct passage once. Needs Chromium and its driver (Debian packages
-``chromium`` and ``chromium-driver``) and selenium (the dev extra).
-
-    python bench/bench_report.py [--questions 5000] [--passages 100] [--texts 20 100]
-
-Writes ``bench/results/report.json`` and prints a table.
+``chromium`` and ``chromium-driver``) and selenium (the dev extra): ``odqa bench report`` (500 questions with
+``--quick``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from odqa.bench._common import say
+from odqa.bench.browser import headless_chromium, missing
+from odqa.errors import InputError
 from odqa.io import write_jsonl
 from odqa.report import ReportConfig, RunSpec, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "report"))
-from browser import headless_chromium, missing  # noqa: E402  (the tests' browser helper, one place)
+__all__ = ["missing", "run", "write_synthetic"]
 
 
 def _vocabulary(rng: random.Random, size: int = 6000) -> list[str]:
@@ -97,34 +92,26 @@ def measure_browser(page: Path, profile: Path) -> dict[str, float]:
         driver.quit()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=5000)
-    parser.add_argument("--passages", type=int, default=100)
-    parser.add_argument("--texts", type=int, nargs="+", default=[20, 100])
-    args = parser.parse_args()
+def run(quick: bool = False, *, questions: int | None = None, passages: int = 100,
+        texts: tuple[int, ...] = (20, 100)) -> dict[str, Any]:
+    """Size, build time and browser timings of a report of ``questions`` (5,000; 500 in ``quick``) x ``passages``
+    for each ``texts`` (passage texts kept per question)."""
     reason = missing()
     if reason:
-        raise SystemExit(f"bench_report needs headless Chromium: {reason}")
-    results: list[dict[str, Any]] = []
+        raise InputError(f"odqa bench report needs headless Chromium: {reason}")
+    questions = questions or (500 if quick else 5000)
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        a, b = write_synthetic(folder, args.questions, args.passages)
-        for texts in args.texts:
-            page = folder / f"report-{texts}.html"
+        a, b = write_synthetic(folder, questions, passages)
+        for kept in texts:
+            page = folder / f"report-{kept}.html"
             started = time.perf_counter()
-            summary = write_report(ReportConfig((RunSpec(str(a)), RunSpec(str(b))), str(page), texts=texts))
+            summary = write_report(ReportConfig((RunSpec(str(a)), RunSpec(str(b))), str(page), texts=kept))
             build_s = time.perf_counter() - started
-            row = {"questions": args.questions, "passages": args.passages, "runs": 2, "texts": texts,
+            row = {"questions": questions, "passages": passages, "runs": 2, "texts": kept,
                    "html_mb": round(summary.bytes / 1e6, 1), "build_s": round(build_s, 1),
-                   **measure_browser(page, folder / f"profile-{texts}")}
-            results.append(row)
-            print(json.dumps(row), flush=True)
-    out = ROOT / "bench" / "results" / "report.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
-
-
-if __name__ == "__main__":
-    main()
+                   **measure_browser(page, folder / f"profile-{kept}")}
+            say(f"  texts {kept}: {row['html_mb']} MB, built in {row['build_s']} s, usable in {row['usable_ms']} ms")
+            rows.append(row)
+    return {"rows": rows}

@@ -1,5 +1,5 @@
 """Headless Chromium (the Debian ``chromium`` and ``chromium-driver`` packages) driven by Selenium, for the report's
-real-browser test and bench/bench_report.py. Browser downloads fail here, so only the system binaries are used."""
+real-browser test and ``odqa bench report``. Browser downloads fail here, so only the system binaries are used."""
 
 from __future__ import annotations
 

