@@ -19,6 +19,7 @@ from odqa.errors import ConfigError
 
 __all__ = [
     "ChunkConfig",
+    "EmbedBackend",
     "EmbedConfig",
     "EmbedPrecision",
     "HybridConfig",
@@ -35,6 +36,8 @@ TABLE_SCORERS: tuple[str, ...] = ("table", "table-hybrid")
 Pooling = Literal["cls", "mean"]
 Precision = Literal["fp32", "fp16", "bf16"]
 EmbedPrecision = Literal["auto", "fp32", "fp16", "bf16"]  # auto: the fastest measured on the device (odqa.embed)
+Backend = Literal["torch", "openvino"]
+EmbedBackend = Literal["auto", "torch", "openvino"]  # auto: openvino on a CPU where it is installed (odqa.embed)
 C = TypeVar("C")
 
 
@@ -67,6 +70,7 @@ class EmbedConfig:
     batch_size: int | None = None  # None = 16 on CPU, 128 on GPU (CPU: small batches measured fastest)
     device: str | None = None  # None = sentence-transformers' choice (cuda if present)
     precision: EmbedPrecision = "auto"  # resolved when the encoder is built; the resolved value is written out
+    backend: EmbedBackend = "auto"  # what runs the model; resolved (and written out) like precision
     cache_dir: str | None = None  # persistent embedding cache; None = default user cache, "" = off
     cache_limit_gb: float = 2.0  # past this size the least recently used vectors are evicted
 
@@ -74,6 +78,7 @@ class EmbedConfig:
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         _check_choice("precision", self.precision, get_args(EmbedPrecision))
+        _check_choice("backend", self.backend, get_args(EmbedBackend))
         if not self.cache_limit_gb > 0:
             raise ConfigError(f"cache_limit_gb must be > 0, got {self.cache_limit_gb}")
         if self.pooling is not None:

@@ -103,7 +103,8 @@ def refine_to_file(
     reranker: Reranker | None = None,
 ) -> RefineSummary:
     """Refine ``examples`` (see :func:`odqa.refine.refine`), write the top k of each question as FiD JSON Lines
-    to ``out`` and the resolved config beside it (``<out>.config.json``, with the precision the encoder used).
+    to ``out`` and the resolved config beside it (``<out>.config.json``, with the precision and backend the encoder
+    used).
 
     ``encoder`` is needed by the dense and hybrid scorers and must be built from ``config.embed``; the caller
     owns (and closes) it. ``reranker`` goes with ``config.rerank.model`` (``CrossEncoderReranker(config.rerank)``).
@@ -111,8 +112,8 @@ def refine_to_file(
     only ranks candidates, it does not find them.
     """
     config = config or RefineConfig()
-    if encoder is not None:  # the resolved precision ("auto" -> bf16, ...) is what the written config records
-        config = replace(config, embed=replace(config.embed, precision=encoder.precision))
+    if encoder is not None:  # the resolved precision and backend ("auto" -> bf16, openvino) are what it records
+        config = replace(config, embed=replace(config.embed, precision=encoder.precision, backend=encoder.backend))
     stats = RefineStats()
     encoded_before = encoder.encoded if encoder is not None else 0
     started = time.perf_counter()

@@ -146,8 +146,9 @@ def check_encoder(config: EmbedConfig, encoder: Encoder) -> None:
     wanted, built = resolve_model(config), encoder.preset
     differ = [f"{name} {getattr(built, name)!r} (encoder) vs {getattr(wanted, name)!r} (config)"
               for name in _VECTOR_SETTINGS if getattr(built, name) != getattr(wanted, name)]
-    if config.precision not in ("auto", encoder.precision):
-        differ.append(f"precision {encoder.precision!r} (encoder) vs {config.precision!r} (config)")
+    for name in ("precision", "backend"):
+        if getattr(config, name) not in ("auto", getattr(encoder, name)):
+            differ.append(f"{name} {getattr(encoder, name)!r} (encoder) vs {getattr(config, name)!r} (config)")
     if differ:
         raise ConfigError(f"the encoder does not match the refine config's embed settings: {'; '.join(differ)}; "
                           "build it from the same settings: Encoder(config.embed)")

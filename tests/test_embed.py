@@ -3,7 +3,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -66,11 +65,13 @@ def test_a_hub_id_that_cannot_be_fetched_is_named() -> None:
     assert "\n" not in str(caught.value)
 
 
-def test_minilm_matches_the_reference_model(minilm_encoder: Any, minilm_path: Path) -> None:
+def test_minilm_matches_the_reference_model(minilm_path: Path) -> None:
+    """In fp32 under torch, as the reference runs (other precisions and backends: tests/test_embed_openvino.py)."""
     from sentence_transformers import SentenceTransformer
 
     reference = SentenceTransformer(str(minilm_path), device="cpu")
-    ours = minilm_encoder.encode_passages([PASSAGE])
+    encoder = Encoder(EmbedConfig(model="minilm", precision="fp32", backend="torch", cache_dir="", device="cpu"))
+    ours = encoder.encode_passages([PASSAGE])
     theirs = reference.encode([passage_text(PASSAGE)])
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
@@ -110,7 +111,7 @@ def by_hand(model_dir: Path, text: str, pooling: str, normalize: bool) -> np.nda
 @pytest.mark.parametrize(("pooling", "normalize"), [("cls", False), ("mean", False), ("mean", True)])
 def test_pooling_and_normalisation_by_hand(tiny_model: Path, pooling: str, normalize: bool) -> None:
     encoder = Encoder(EmbedConfig(model=str(tiny_model), pooling=pooling, normalize=normalize,  # type: ignore[arg-type]
-                                  cache_dir="", device="cpu"))
+                                  precision="fp32", cache_dir="", device="cpu"))
     text = "the tiny model pools tokens"
     np.testing.assert_allclose(encoder.encode_queries([text])[0], by_hand(tiny_model, text, pooling, normalize),
                                atol=1e-5)
@@ -139,7 +140,7 @@ def test_every_preset_encodes_as_its_row_declares(name: str, tiny_model: Path, m
                                                   ) -> None:
     """The row is what runs: its prompts reach the model, its pooling and normalisation shape the vectors."""
     preset = with_weights(monkeypatch, name, tiny_model)
-    encoder = Encoder(EmbedConfig(model=name, cache_dir="", device="cpu"))
+    encoder = Encoder(EmbedConfig(model=name, precision="fp32", cache_dir="", device="cpu"))
     question = "who was aaron aaronson?"
     query = encoder.encode_queries([question])[0]
     passage = encoder.encode_passages([PASSAGE])[0]
@@ -154,8 +155,8 @@ def test_every_preset_encodes_as_its_row_declares(name: str, tiny_model: Path, m
 
 def test_prompt_overrides_reach_the_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     preset = with_weights(monkeypatch, "bge-base", tiny_model)
-    encoder = Encoder(EmbedConfig(model="bge-base", query_prompt="", passage_prompt="doc: ", cache_dir="",
-                                  device="cpu"))
+    encoder = Encoder(EmbedConfig(model="bge-base", query_prompt="", passage_prompt="doc: ", precision="fp32",
+                                  cache_dir="", device="cpu"))
     np.testing.assert_allclose(encoder.encode_queries(["who?"])[0],
                                by_hand(tiny_model, "who?", preset.pooling, preset.normalize), atol=1e-5)
     np.testing.assert_allclose(encoder.encode_passages([PASSAGE])[0],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from odqa.cli._app import app, console, guarded
-from odqa.config import Pooling, Precision
+from odqa.config import EmbedBackend, Pooling, Precision
 from odqa.index.config import IndexKind
 from odqa.ray.config import Engine
 
@@ -55,6 +55,8 @@ def build_command(
     batch_size: Annotated[int | None, typer.Option(help="Encoder batch size (default 16 on CPU, 128 on GPU).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
     precision: Annotated[Precision | None, typer.Option(help="Half precision is for GPUs (default fp32).")] = None,
+    backend: Annotated[EmbedBackend | None, typer.Option(
+        help="What runs the encoder: auto (default) is openvino on a CPU where it is installed, else torch.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an index that is already in --out.")
                          ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/index.yaml).")] = None,
@@ -74,7 +76,8 @@ def build_command(
         IndexConfig, config, kind=kind, faiss=faiss, shard_size=shard_size, train_size=train_size,
         **{"chunk.words": words, "chunk.stride": stride, "chunk.chars": chars,
            "embed.model": model, "embed.pooling": pooling, "embed.normalize": normalize,
-           "embed.batch_size": batch_size, "embed.device": device, "embed.precision": precision},
+           "embed.batch_size": batch_size, "embed.device": device, "embed.precision": precision,
+           "embed.backend": backend},
     )
     ray = ray_config(engine, ray_address, ray_actors)
     started = time.perf_counter()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from odqa.cli._app import app, console, guarded
-from odqa.config import EmbedPrecision, Pooling, Scorer
+from odqa.config import EmbedBackend, EmbedPrecision, Pooling, Scorer
 from odqa.ray.config import Engine
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ def refine_command(
     precision: Annotated[EmbedPrecision | None, typer.Option(
         help="auto (default): the fastest measured on the device (bf16 on CPUs with AVX-512 BF16/AMX, fp16 on "
              "CUDA, else fp32); the choice is written in the config beside the output.")] = None,
+    backend: Annotated[EmbedBackend | None, typer.Option(
+        help="What runs the encoder: auto (default) is openvino on a CPU where it is installed (fastest measured "
+             "there), else torch; the choice is written in the config beside the output.")] = None,
     cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder (default: the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Encode everything; read and write no cache.")
                         ] = False,
@@ -82,7 +85,7 @@ def refine_command(
             "chunk.words": words, "chunk.stride": stride, "chunk.chars": chars,
             "embed.model": model, "embed.pooling": pooling, "embed.normalize": normalize,
             "embed.query_prompt": query_prompt, "embed.batch_size": batch_size, "embed.device": device,
-            "embed.precision": precision, "embed.cache_dir": "" if no_cache else cache_dir,
+            "embed.precision": precision, "embed.backend": backend, "embed.cache_dir": "" if no_cache else cache_dir,
             "embed.cache_limit_gb": cache_limit_gb,
             "rerank.model": rerank, "rerank.top_n": rerank_top,
         },

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -19,15 +20,17 @@ from typing import Any
 import numpy as np
 
 from odqa._optional import require
-from odqa.config import EmbedConfig, Precision
+from odqa.config import Backend, EmbedConfig, Precision
 from odqa.embed.cache import EmbeddingCache, default_cache_dir
+from odqa.embed.openvino import OpenVinoModel, import_openvino, supports
 from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_text
-from odqa.errors import ConfigError, ModelError
+from odqa.errors import ConfigError, DependencyError, ModelError
 from odqa.records import Passage
 
-__all__ = ["Encoder", "check_device", "cpu_has_bf16", "resolve_model", "resolve_precision"]
+__all__ = ["Encoder", "check_device", "cpu_has_bf16", "resolve_backend", "resolve_model", "resolve_precision"]
 
 Progress = Callable[[int], None]
+log = logging.getLogger(__name__)
 
 
 def resolve_model(config: EmbedConfig) -> Preset:
@@ -102,8 +105,11 @@ def _folder_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _identity(preset: Preset, source: str, precision: str) -> dict[str, Any]:
-    """Everything that changes a passage vector; the cache is keyed by its hash (see :func:`_fingerprint`)."""
+def _identity(preset: Preset, source: str, precision: str, backend: str) -> dict[str, Any]:
+    """Everything that changes a passage vector; the cache is keyed by its hash (see :func:`_fingerprint`).
+
+    The backend is part of it: torch and OpenVINO vectors differ in their last bits.
+    """
     identity: dict[str, Any] = {
         "model": preset.model,
         "pooling": preset.pooling,
@@ -111,6 +117,7 @@ def _identity(preset: Preset, source: str, precision: str) -> dict[str, Any]:
         "passage_prefix": preset.passage_prefix,
         "max_seq_length": preset.max_seq_length,
         "precision": precision,
+        "backend": backend,
     }
     if preset.name not in PRESETS and Path(source).is_dir():
         identity["files"] = _folder_digest(Path(source))
@@ -185,6 +192,27 @@ def resolve_precision(precision: str, device: str) -> Precision:
     return "fp32"
 
 
+def resolve_backend(backend: str, device: str, precision: Precision) -> Backend:
+    """What runs the model: ``auto`` is OpenVINO on a CPU where it is installed and computes ``precision`` natively
+    (bf16 2.8x the naive fp32 loop on MiniLM, against 2.0x for torch's bf16 autocast: README "Refinement
+    throughput"), torch anywhere else. An explicit ``openvino`` that cannot run is refused in one line.
+    """
+    if backend == "torch":
+        return "torch"
+    on_cpu = device.split(":", 1)[0] == "cpu"
+    openvino = import_openvino() if on_cpu else None
+    runs = openvino is not None and supports(openvino, precision)
+    if backend == "auto" or runs:
+        return "openvino" if runs else "torch"
+    if not on_cpu:
+        raise ConfigError(f"backend 'openvino' runs on the CPU, not on {device!r}; pass --device cpu, or "
+                          "--backend torch (or auto)")
+    if openvino is None:
+        raise DependencyError("openvino", "embed")
+    raise ConfigError(f"backend 'openvino' does not run precision {precision!r} on this CPU; pass --precision fp32 "
+                      "(or bf16 on a CPU with AVX-512 BF16 or AMX), or --backend torch (or auto)")
+
+
 def check_device(device: str | None) -> None:
     """Raise ``ConfigError``, in one line naming this machine's devices, when ``device`` is not one of them.
 
@@ -221,16 +249,18 @@ class Encoder:
         check_device(self.config.device)
         self.device = self.config.device or _default_device()
         self.precision = resolve_precision(self.config.precision, self.device)
-        self.config = replace(self.config, precision=self.precision)  # what is written beside outputs
+        self.backend = resolve_backend(self.config.backend, self.device, self.precision)
         # bf16 on a CPU runs under autocast (weights stay fp32: cosine to fp32 >= 0.9999); GPUs get halved weights.
-        self._autocast = self.precision == "bf16" and self.device == "cpu"
-        identity = _identity(self.preset, self.source, self.precision)
-        self.fingerprint = _fingerprint(identity)
+        self._autocast = self.precision == "bf16" and self.device.split(":", 1)[0] == "cpu"
         cache_dir = default_cache_dir() if self.config.cache_dir is None else self.config.cache_dir
-        self.cache = (EmbeddingCache(Path(cache_dir), self.fingerprint, int(self.config.cache_limit_gb * 2**30),
-                                     json.dumps(identity, sort_keys=True)) if cache_dir else None)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache: EmbeddingCache | None = None
+        self._openvino: OpenVinoModel | None = None
         try:
+            self._open_cache()
             self.model = self._load()
+            if self.backend == "openvino":
+                self._openvino = self._compile()
         except BaseException:
             self.close()
             raise
@@ -243,6 +273,38 @@ class Encoder:
         self.slice_size = self.batch_size * 64
         self.encoded = 0  # passage texts actually run through the model (cache misses)
         self._count_lock = threading.Lock()  # encode_passages may run in several threads at once
+
+    def _open_cache(self) -> None:
+        """Settle what is written beside outputs and the cache key (precision and backend as resolved), and open
+        the cache under that key (before the model load, so a bad cache location fails first)."""
+        self.config = replace(self.config, precision=self.precision, backend=self.backend)
+        identity = _identity(self.preset, self.source, self.precision, self.backend)
+        self.fingerprint = _fingerprint(identity)
+        if self.cache is not None:
+            self.cache.close()
+        self.cache = (EmbeddingCache(self.cache_dir, self.fingerprint, int(self.config.cache_limit_gb * 2**30),
+                                     json.dumps(identity, sort_keys=True)) if self.cache_dir is not None else None)
+
+    def _compile(self) -> OpenVinoModel | None:
+        """The model's transformer under OpenVINO, its IR kept in the cache folder; where that fails, a warning
+        and torch (the backend written out then says torch)."""
+        import openvino
+        import torch
+
+        ir_dir = None
+        if self.cache_dir is not None:  # one IR per model and OpenVINO version, whatever the pooling or precision
+            identity = _identity(self.preset, self.source, self.precision, self.backend)
+            key = {name: identity.get(name) for name in ("model", "files")} | {"openvino": openvino.get_version()}
+            ir_dir = self.cache_dir / "openvino" / _fingerprint(key)
+        try:
+            return OpenVinoModel(self.model, self.precision, torch.get_num_threads(), ir_dir)
+        except Exception as exc:  # a model OpenVINO cannot trace or compile: torch still runs it
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            log.warning("OpenVINO cannot run %s (%s: %s); encoding with torch instead (--backend torch skips "
+                        "the attempt)", self.preset.model, type(exc).__name__, reason)
+            self.backend = "torch"
+            self._open_cache()
+            return None
 
     def _load(self) -> Any:
         transformer_cls, pooling_cls, normalize_cls = _model_parts()
@@ -297,12 +359,24 @@ class Encoder:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), self.slice_size):
             part = list(texts[start : start + self.slice_size])
-            vectors = self.model.encode(part, batch_size=self.batch_size, convert_to_numpy=True,
-                                        show_progress_bar=False)
+            if self._openvino is not None:
+                vectors = self._openvino.encode(part, self.batch_size)
+            else:
+                with self._precision_scope():
+                    vectors = self.model.encode(part, batch_size=self.batch_size, convert_to_numpy=True,
+                                                show_progress_bar=False)
             out[start : start + len(part)] = np.asarray(vectors, dtype=np.float32)
             if progress is not None:
                 progress(len(part))
         return out
+
+    def _precision_scope(self) -> contextlib.AbstractContextManager[Any]:
+        """bf16 autocast for a torch model on the CPU (its weights stay fp32); nothing elsewhere."""
+        if not self._autocast:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast("cpu", dtype=torch.bfloat16)
 
     def _encode_new(self, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
         """Vectors of the passage texts the cache lacks; the Ray engine (odqa.ray) runs them on its actors."""

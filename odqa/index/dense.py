@@ -33,7 +33,8 @@ def dense_settings(config: IndexConfig, encoder: Encoder) -> dict[str, Any]:
     return {
         "preset": preset.name, "model": preset.model, "pooling": preset.pooling, "normalize": preset.normalize,
         "query_prefix": preset.query_prefix, "passage_prefix": preset.passage_prefix,
-        "max_seq_length": preset.max_seq_length, "precision": encoder.config.precision, "score": preset.score,
+        "max_seq_length": preset.max_seq_length, "precision": encoder.config.precision,
+        "backend": encoder.config.backend, "score": preset.score,
         "dimension": encoder.dimension, "metric": "inner_product", "faiss": config.faiss,
         "train_size": config.train_size,
     }

@@ -113,8 +113,9 @@ class RayEncoder(Encoder):
                                   f"cluster has {available}; pass --ray-actors {max(1, available // per_actor)} "
                                   "or fewer")
             # The driver encodes questions and sizes the slices: on CPU when the actors are, so both use the
-            # CPU batch size; with GPU actors, on this machine's GPU if it has one.
-            super().__init__(replace(config, device="cpu" if not self._gpu else None))
+            # CPU batch size; with GPU actors, on this machine's GPU if it has one, with torch (the actors' backend).
+            backend = "torch" if self._gpu and config.backend == "auto" else config.backend
+            super().__init__(replace(config, device="cpu" if not self._gpu else None, backend=backend))
             self.actor_config = replace(self.config, device=device, batch_size=self.batch_size, cache_dir="")
         except BaseException:
             self._shutdown()

@@ -1,0 +1,227 @@
+"""The OpenVINO backend: same vectors as torch (to fp32 rounding, or bf16's top-10), chosen by ``auto`` on CPUs, its
+converted model kept and reused, and torch when a model cannot be converted."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from odqa.chunk import chunk
+from odqa.config import EmbedConfig, RefineConfig
+from odqa.embed import Encoder, resolve_backend
+from odqa.embed import encoder as encoder_module
+from odqa.embed.openvino import IR_FILE
+from odqa.embed.tiny import save_random_bert
+from odqa.errors import ConfigError, DependencyError
+from odqa.inputs import load_examples
+from odqa.records import Example, Passage
+
+openvino = pytest.importorskip("openvino")
+
+TIMEQA = Path(__file__).parent / "data" / "timeqa" / "human_train.hard.slice.jsonl"
+
+
+@pytest.fixture(scope="module")
+def timeqa() -> tuple[list[str], list[Passage]]:
+    """The TimeQA slice's questions and their passages (every question ranks all of them)."""
+    examples = list(load_examples(TIMEQA))
+    passages = list({p.text: p for e in examples for p in chunk(e.ctxs or ())}.values())
+    return [e.question for e in examples], passages
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One cache folder for this module's MiniLM encoders: MiniLM is converted to OpenVINO once."""
+    return str(tmp_path_factory.mktemp("openvino-cache"))
+
+
+def minilm(backend: str, precision: str, cache: str) -> Encoder:
+    return Encoder(EmbedConfig(model="minilm", backend=backend, precision=precision,  # type: ignore[arg-type]
+                               cache_dir=cache, device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def torch_fp32(cache: str) -> Encoder:
+    return minilm("torch", "fp32", cache)
+
+
+@pytest.fixture(scope="module")
+def openvino_fp32(cache: str) -> Encoder:
+    return minilm("openvino", "fp32", cache)
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.asarray((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1))
+
+
+def top10(queries: np.ndarray, passages: np.ndarray) -> list[set[int]]:
+    return [set(np.argsort(-row, kind="stable")[:10].tolist()) for row in queries @ passages.T]
+
+
+def test_openvino_fp32_vectors_are_torch_fp32_vectors(torch_fp32: Encoder, openvino_fp32: Encoder,
+                                                      timeqa: tuple[list[str], list[Passage]]) -> None:
+    questions, passages = timeqa
+    assert openvino_fp32.backend == "openvino" and torch_fp32.backend == "torch"
+    for encode in (lambda e: e.encode_passages(passages), lambda e: e.encode_queries(questions)):
+        ours, theirs = encode(openvino_fp32), encode(torch_fp32)
+        assert ours.shape == theirs.shape
+        assert cosines(ours, theirs).min() >= 0.9999
+        np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)  # the preset normalises
+
+
+@pytest.mark.parametrize("backend", ["openvino", "torch"])
+def test_bf16_keeps_the_fp32_top10(backend: str, torch_fp32: Encoder, cache: str,
+                                   timeqa: tuple[list[str], list[Passage]]) -> None:
+    questions, passages = timeqa
+    if not encoder_module.cpu_has_bf16():
+        pytest.skip("this CPU has no native bf16")
+    fp32 = torch_fp32.encode_passages(passages)  # from the cache after the first call
+    reference = top10(torch_fp32.encode_queries(questions), fp32)
+    bf16 = minilm(backend, "bf16", cache)
+    vectors = bf16.encode_passages(passages)
+    # bf16 really computes in bf16 (it is not fp32 under another name), and stays close to it
+    assert not np.allclose(vectors, fp32, atol=1e-6, rtol=0)
+    assert cosines(vectors, fp32).min() >= 0.999
+    ranked = top10(bf16.encode_queries(questions), vectors)
+    assert np.mean([len(a & b) / 10 for a, b in zip(ranked, reference, strict=True)]) >= 0.99
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
+    return save_random_bert(tmp_path_factory.mktemp("tiny-bert-ov"), minilm_path, layers=2, max_positions=128)
+
+
+@pytest.mark.parametrize(("pooling", "normalize"), [("cls", False), ("mean", False), ("mean", True)])
+def test_every_pooling_mode_matches_torch(tiny_bert: Path, pooling: str, normalize: bool, cache: str,
+                                          timeqa: tuple[list[str], list[Passage]]) -> None:
+    texts = timeqa[0] + [p.text for p in timeqa[1][:10]]
+    vectors = {}
+    for backend in ("torch", "openvino"):
+        encoder = Encoder(EmbedConfig(model=str(tiny_bert), pooling=pooling, normalize=normalize,  # type: ignore[arg-type]
+                                      backend=backend, precision="fp32", cache_dir=cache, device="cpu"))
+        assert encoder.backend == backend
+        vectors[backend] = encoder.encode_queries(texts)
+    assert cosines(vectors["openvino"], vectors["torch"]).min() >= 0.9999
+    np.testing.assert_allclose(vectors["openvino"], vectors["torch"], rtol=1e-3, atol=1e-4)  # lengths too
+
+
+def test_auto_is_openvino_on_cpus_where_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_backend("auto", "cpu", "fp32") == "openvino"
+    assert resolve_backend("auto", "cuda:0", "fp16") == "torch"
+    assert resolve_backend("auto", "cuda", "bf16") == "torch"
+    assert resolve_backend("auto", "cpu", "fp16") == "torch"  # OpenVINO is not offered fp16 on CPUs
+    assert resolve_backend("torch", "cpu", "fp32") == "torch"
+    monkeypatch.setattr(encoder_module, "supports", lambda module, precision: precision == "fp32")
+    assert resolve_backend("auto", "cpu", "bf16") == "torch"  # a CPU without native bf16
+
+
+def test_auto_is_torch_where_openvino_does_not_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def no_openvino(name: str, package: str | None = None) -> Any:
+        if name == "openvino":
+            raise ImportError("No module named 'openvino'")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_openvino)
+    assert resolve_backend("auto", "cpu", "fp32") == "torch"
+    with pytest.raises(DependencyError, match=r"'openvino' is not installed; install it with: pip install "
+                                              r"'odqa\[embed\]'"):
+        resolve_backend("openvino", "cpu", "fp32")
+
+
+@pytest.mark.parametrize(("device", "precision", "match"), [
+    ("cuda:0", "fp16", r"backend 'openvino' runs on the CPU, not on 'cuda:0'; pass --device cpu"),
+    ("cpu", "fp16", r"backend 'openvino' does not run precision 'fp16' on this CPU; pass --precision fp32"),
+])
+def test_an_openvino_that_cannot_run_is_one_typed_line(device: str, precision: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as caught:
+        resolve_backend("openvino", device, precision)  # type: ignore[arg-type]
+    assert "\n" not in str(caught.value)
+
+
+def test_an_unknown_backend_lists_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match=r"backend 'onnx' is not valid; choose one of: auto, torch, openvino"):
+        EmbedConfig(backend="onnx")  # type: ignore[arg-type]
+
+
+def test_backends_have_their_own_cache_fingerprints(torch_fp32: Encoder, openvino_fp32: Encoder) -> None:
+    assert torch_fp32.fingerprint != openvino_fp32.fingerprint
+    assert (torch_fp32.config.backend, openvino_fp32.config.backend) == ("torch", "openvino")
+
+
+@pytest.fixture
+def conversions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts calls of ``openvino.convert_model``."""
+    calls: list[int] = []
+    real = openvino.convert_model
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(openvino, "convert_model", counted)
+    yield calls
+
+
+def test_the_converted_model_is_saved_once_and_reused(tiny_bert: Path, tmp_path: Path,
+                                                     conversions: list[int]) -> None:
+    config = EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino", precision="fp32",
+                         cache_dir=str(tmp_path), device="cpu")
+    first = Encoder(config).encode_queries(["a question", "another, longer question"])
+    assert len(conversions) == 1
+    (saved,) = (tmp_path / "openvino").glob(f"*/{IR_FILE}")
+    assert saved.with_suffix(".bin").is_file()
+    assert not [p for p in (tmp_path / "openvino").iterdir() if p.name.startswith(".")]  # no staging left behind
+    again = Encoder(config)
+    assert len(conversions) == 1  # read back, not converted again
+    np.testing.assert_array_equal(again.encode_queries(["a question", "another, longer question"]), first)
+    Encoder(EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino", precision="fp32",
+                        cache_dir="", device="cpu"))
+    assert len(conversions) == 2  # without a cache folder it converts in memory
+
+
+def test_a_model_openvino_cannot_convert_falls_back_to_torch(
+    tiny_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Cannot convert operation aten::strange\nwith a long trace")
+
+    monkeypatch.setattr(openvino, "convert_model", fails)
+    settings = {"model": str(tiny_bert), "pooling": "mean", "normalize": True, "precision": "fp32",
+                "cache_dir": str(tmp_path), "device": "cpu"}
+    with caplog.at_level(logging.WARNING, logger="odqa.embed.encoder"):
+        fallen = Encoder(EmbedConfig(**settings, backend="auto"))  # type: ignore[arg-type]
+    (record,) = caplog.records
+    assert "OpenVINO cannot run" in record.getMessage() and "RuntimeError: Cannot convert operation" in \
+        record.getMessage() and "encoding with torch instead" in record.getMessage()
+    torch = Encoder(EmbedConfig(**settings, backend="torch"))  # type: ignore[arg-type]
+    assert fallen.backend == fallen.config.backend == "torch"
+    assert fallen.fingerprint == torch.fingerprint  # its vectors are cached as torch's
+    np.testing.assert_array_equal(fallen.encode_queries(["a question"]), torch.encode_queries(["a question"]))
+
+
+def test_the_refine_config_records_the_backend_used(openvino_fp32: Encoder, tmp_path: Path) -> None:
+    from odqa.pipeline import refine_to_file
+
+    examples = [Example(id="q", question="Who owned the house?", answers=("Baker",),
+                        ctxs=next(iter(load_examples(TIMEQA))).ctxs)]
+    config = RefineConfig(scorer="dense", k=2, embed=EmbedConfig(precision="fp32"))
+    summary = refine_to_file(examples, tmp_path / "out.jsonl", config, openvino_fp32)
+    written = json.loads(summary.config_file.read_text(encoding="utf-8"))
+    assert written["embed"]["backend"] == "openvino" and written["embed"]["precision"] == "fp32"
+
+
+def test_refine_refuses_an_encoder_of_another_backend(openvino_fp32: Encoder) -> None:
+    from odqa.refine import check_encoder
+
+    with pytest.raises(ConfigError, match=r"backend 'openvino' \(encoder\) vs 'torch' \(config\)"):
+        check_encoder(EmbedConfig(backend="torch", precision="fp32"), openvino_fp32)
