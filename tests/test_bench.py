@@ -92,6 +92,7 @@ def test_hybridqa_floors_and_the_default_must_reach_bm25_and_hybrid() -> None:
         return {"recall@1": r1, "recall@5": r5, "recall@10": 1.0}
 
     held = {"table-hybrid": row(0.5, 0.8), "bm25": row(0.4, 0.7), "hybrid": row(0.45, 0.75)}
+    assert hybridqa.check({"results": {"heldout": {"table-hybrid": row(0.5, 0.8), "bm25": row(0.4, 0.7)}}}, {}) == []
     assert hybridqa.check({"results": {"heldout": held}}, {"recall@1": 0.5}) == []
     failures = hybridqa.check({"results": {"heldout": held | {"bm25": row(0.6, 0.7)}}}, {"recall@5": 0.9})
     assert len(failures) == 2 and "0.800 < floor 0.9" in failures[0] and "recall@1 0.500 < bm25 0.600" in failures[1]

@@ -8,6 +8,7 @@ runs the chosen suites, writes their JSON results and PNG plots, and compares th
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,9 @@ class BenchRun:
     results: dict[str, Any]
     files: list[Path] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    #: An embedding cache the suites of a quick run share (the refine quality and index suites encode the same
+    #: TimeQA passages); None in a full run, where each suite encodes into a throwaway cache of its own.
+    cache: str | None = None
 
 
 def _refine(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
@@ -37,7 +41,7 @@ def _refine(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> No
     say("refine: throughput")
     throughput = refine.run(quick)
     say("refine: quality (answer recall@k per scorer)")
-    recall = quality.run(quick)
+    recall = quality.run(quick, cache=run.cache)
     run.results["refine"] = {"throughput": throughput, "quality": recall}
     run.failures += refine.check(throughput, floors["refine_throughput"])
     run.failures += quality.check(recall, floors["refine_quality"])
@@ -58,7 +62,7 @@ def _index(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> Non
     from odqa.bench import index
 
     say("index: corpus indexes (dense FAISS, BM25): speed, recall, peak memory")
-    results = run.results["index"] = index.run(quick)
+    results = run.results["index"] = index.run(quick, cache=run.cache)
     run.failures += index.check(results, floors["index"])
 
 
@@ -98,14 +102,17 @@ def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run = BenchRun({"machine": machine(), "quick": quick})
-    for name in SUITES:
-        if name in suites:
-            started = time.perf_counter()
-            if name == "reader":
-                _reader(quick, run, reader or {})
-            else:
-                _RUNNERS[name](quick, out, floors, run)
-            run.results.setdefault("seconds", {})[name] = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as shared:
+        run.cache = shared if quick else None
+        for name in SUITES:
+            if name in suites:
+                started = time.perf_counter()
+                if name == "reader":
+                    _reader(quick, run, reader or {})
+                else:
+                    _RUNNERS[name](quick, out, floors, run)
+                run.results.setdefault("seconds", {})[name] = time.perf_counter() - started
+        run.cache = None
     target = out / ("bench-quick.json" if quick else "bench.json")
     write_json(target, run.results | {"failures": run.failures})
     run.files.insert(0, target)

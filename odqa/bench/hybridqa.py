@@ -33,7 +33,7 @@ SCORERS: dict[str, tuple[str, TableHybridWeights | None]] = {
     "table-hybrid+bm25+dense": ("table-hybrid", TableHybridWeights(bm25=1.0, dense=1.0)),
 }
 DEFAULT = "table-hybrid"
-_QUICK = ("bm25", "hybrid", "table", "table-hybrid")  # what the gate compares
+_QUICK = ("bm25", "table", "table-hybrid")  # a quick run: the default and BM25, which need no dense encoding
 
 
 def _recall(questions: Path, scorer: str, weights: TableHybridWeights | None, encoder: Any, tmp: Path
@@ -51,7 +51,7 @@ def _recall(questions: Path, scorer: str, weights: TableHybridWeights | None, en
 
 def run(quick: bool = False) -> dict[str, Any]:
     """``{"results": {split: {scorer: {"recall@k[ group]": value, "answerable[ group]": n}}}}`` for both splits
-    (``quick``: the held-out split and the scorers the floors compare)."""
+    (``quick``: the held-out split, the default, the linker and BM25)."""
     from odqa.embed import Encoder
 
     splits = {"heldout": DATA / "dev.heldout.json"} if quick else {"tune": DATA / "dev.tune.json",
@@ -86,12 +86,12 @@ def table(results: Mapping[str, Mapping[str, Mapping[str, float]]], ks: Sequence
 
 def check(results: dict[str, Any], floors: dict[str, float]) -> list[str]:
     """Failures: a held-out figure of the default below its floor, or the default below BM25 or the refine
-    hybrid at R@1 or R@5 on all held-out questions."""
+    hybrid (when measured: not in a quick run) at R@1 or R@5 on all held-out questions."""
     held = results["results"]["heldout"]
     failures = [f"hybridqa {key}: {held[DEFAULT][key]:.3f} < floor {floor}" for key, floor in floors.items()
                 if not key.startswith("_") and held[DEFAULT][key] < floor]
     for rival in ("bm25", "hybrid"):
-        for k in (1, 5):
+        for k in (1, 5) if rival in held else ():
             ours, theirs = held[DEFAULT][f"recall@{k}"], held[rival][f"recall@{k}"]
             if ours < theirs:
                 failures.append(f"hybridqa {DEFAULT} recall@{k} {ours:.3f} < {rival} {theirs:.3f}")

@@ -24,11 +24,13 @@ def throughput_by_batch(refine: dict[str, Any], path: Path) -> Path:
     """Encoder passages/s by batch size, one line per format, with the naive loop and odqa as reference lines."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
-    for fmt in ("fp32", "bf16"):
+    for fmt in dict.fromkeys(r["format"] for r in refine["formats"]):
         rows = [r for r in refine["formats"] if r["format"] == fmt]
+        name = fmt if " " in fmt else f"torch {fmt}"
         ax.plot([r["batch_size"] for r in rows], [r["passages_per_s"] for r in rows], marker="o",
-                label=f"encoder {fmt} ({max(r['share_of_peak'] for r in rows):.0%} of {fmt} peak at best)")
-    for (label, row), color in zip(refine["unique"]["runs"].items(), ("grey", "tab:blue", "tab:orange"), strict=False):
+                label=f"encoder {name} ({max(r['share_of_peak'] for r in rows):.0%} of {fmt.split()[-1]} peak at best)")
+    colors = ("grey", "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+    for (label, row), color in zip(refine["unique"]["runs"].items(), colors, strict=False):
         ax.axhline(row["passages_per_s"], linestyle=":", linewidth=1.2, color=color,
                    label=f"unique workload, {label}")
     ax.set_xscale("log", base=2)

@@ -71,8 +71,11 @@ def _evaluate(examples: Sequence[Example], config: RefineConfig, encoder: Any) -
     return {name: recall_at_k(rows, KS) for name, rows in flags.items()}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    """Recall@k per setting, scorer and half (``quick``: only the gated scorers, still every question)."""
+def run(quick: bool = False, cache: str | None = None) -> dict[str, Any]:
+    """Recall@k per setting, scorer and half (``quick``: only the gated scorers, still every question).
+
+    ``cache``: an embedding cache folder to use (shared with other suites of a quick run) instead of a throwaway one.
+    """
     from odqa.datasets import load_timeqa
     from odqa.embed import Encoder
 
@@ -80,7 +83,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     settings = {"own": answerable, "distractors": with_distractors(answerable, articles(answerable), 20, 13)}
     results: dict[str, dict[str, dict[str, dict[int, float]]]] = {}
     # A throwaway cache: each passage is encoded once for every scorer and setting, never read from an old run.
-    with tempfile.TemporaryDirectory() as cache, Encoder(EmbedConfig(cache_dir=cache)) as encoder:
+    with tempfile.TemporaryDirectory() as throwaway, Encoder(EmbedConfig(cache_dir=cache or throwaway)) as encoder:
         for setting, items in settings.items():
             results[setting] = {}
             for name, base in SCORERS.items():
