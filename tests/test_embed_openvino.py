@@ -225,3 +225,15 @@ def test_refine_refuses_an_encoder_of_another_backend(openvino_fp32: Encoder) ->
 
     with pytest.raises(ConfigError, match=r"backend 'openvino' \(encoder\) vs 'torch' \(config\)"):
         check_encoder(EmbedConfig(backend="torch", precision="fp32"), openvino_fp32)
+
+
+def test_cache_info_names_the_backend_of_each_setting(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+    from odqa.embed.cache import EmbeddingCache
+
+    with EmbeddingCache(tmp_path, "fp", identity='{"model": "m", "precision": "bf16", "backend": "openvino"}') as c:
+        c.put_many({"t": np.ones(4, dtype=np.float32)})
+    info = CliRunner().invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
+    assert info.exit_code == 0 and "m (bf16, openvino, fp)" in info.output

@@ -38,7 +38,8 @@ def info_command(cache_dir: CacheDirOpt = None) -> None:
     table.add_column("vectors", justify="right")
     for fingerprint, (identity, count) in sorted(info.models.items(), key=lambda kv: -kv[1][1]):
         settings = json.loads(identity)
-        label = f"{settings.get('model', '?')} ({settings.get('precision', '?')}, {fingerprint})"
+        run = ", ".join([settings.get("precision", "?")] + ([settings["backend"]] if "backend" in settings else []))
+        label = f"{settings.get('model', '?')} ({run}, {fingerprint})"
         table.add_row(label, f"{count:,}")
     table.add_row("all", f"{info.vectors:,}")
     console.print(table)
