@@ -67,7 +67,7 @@ class EmbedConfig:
     normalize: bool | None = None  # only for a model that is not a preset
     query_prompt: str | None = None  # override the preset's query text prefix
     passage_prompt: str | None = None
-    batch_size: int | None = None  # None = 16 on CPU, 128 on GPU (CPU: small batches measured fastest)
+    batch_size: int | None = None  # None = 8 (OpenVINO) or 16 (torch) on CPU, 128 on GPU
     device: str | None = None  # None = sentence-transformers' choice (cuda if present)
     precision: EmbedPrecision = "auto"  # resolved when the encoder is built; the resolved value is written out
     backend: EmbedBackend = "auto"  # what runs the model; resolved (and written out) like precision

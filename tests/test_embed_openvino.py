@@ -237,3 +237,7 @@ def test_cache_info_names_the_backend_of_each_setting(tmp_path: Path) -> None:
         c.put_many({"t": np.ones(4, dtype=np.float32)})
     info = CliRunner().invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
     assert info.exit_code == 0 and "m (bf16, openvino, fp)" in info.output
+
+
+def test_openvino_encodes_in_batches_of_8_on_cpu_by_default(openvino_fp32: Encoder, torch_fp32: Encoder) -> None:
+    assert (openvino_fp32.batch_size, torch_fp32.batch_size) == (8, 16)

@@ -40,7 +40,7 @@ def refine_command(
     chars: Annotated[int | None, typer.Option(help="Characters per passage for unspaced scripts (default 200)."
                                                  )] = None,
     batch_size: Annotated[int | None, typer.Option(
-        help="Encoder batch size (default 16 on CPU, 128 on GPU).")] = None,
+        help="Encoder batch size (default on CPU 8 with OpenVINO, 16 with torch; 128 on GPU).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
     precision: Annotated[EmbedPrecision | None, typer.Option(
         help="auto (default): the fastest measured on the device (bf16 on CPUs with AVX-512 BF16/AMX, fp16 on "
