@@ -1,4 +1,5 @@
-"""CI runs exactly the README's test command, and that command runs the tests, ruff and mypy."""
+"""CI runs exactly the README's test command, and that command runs the tests, ruff and mypy; then the benchmark
+gate."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 
 
-def test_ci_runs_the_readme_test_command() -> None:
+def test_ci_runs_the_readme_test_command_then_the_benchmark_gate() -> None:
     commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
                 if line.strip() and not line.lstrip().startswith("#")]
     assert "make test " in (ROOT / "README.md").read_text(encoding="utf-8")
-    assert commands[-1] == "make test"
+    assert "set -euo pipefail" in commands  # a failing step fails CI
+    gate = "HF_HUB_OFFLINE=1 .venv/bin/odqa bench all --quick --check --out bench/results"
+    assert commands[-2:] == ["make test", gate]
 
 
 def test_make_test_runs_the_tests_then_ruff_and_mypy() -> None:
