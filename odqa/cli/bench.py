@@ -46,6 +46,9 @@ def _run(suites: list[Suite], out: Path, quick: bool, check: bool, reader: dict[
             table.add_row(f"{name}: speed-up over the naive loop ({row['passages']:,} passages, "
                           f"{row['distinct']:,} distinct)", f"{row['speedup']:.1f}x")
             table.add_row(f"{name}: top-10 overlap with fp32 naive", f"{row['top10_overlap']:.4f}")
+        timeqa = throughput["timeqa"]
+        table.add_row("timeqa: warm cache / cold embeddings with the model converted before",
+                      f"{timeqa['warm_speedup']:.1f}x / {timeqa['converted_speedup']:.1f}x")
         for fmt, share in throughput["share_of_peak"].items():
             table.add_row(f"encoder share of the {fmt} matmul peak", f"{share:.0%}")
     for name, seconds in run.results.get("seconds", {}).items():
