@@ -23,6 +23,9 @@ HITS = {
     "hybrid": (45, 74, 82, 87),
 }
 TOLERANCE = {"original": 0, "bm25": 0, "dense": 1, "hybrid": 1}
+# Those are fp32's; in bf16 (what `auto` runs on CPUs with AVX-512 BF16 or AMX, torch and OpenVINO alike) dense
+# loses one question at k = 1 and two at k = 10; hybrid's counts do not move.
+BF16_DENSE = (27, 63, 75, 82)
 
 
 def _hits_at_k(path: Path) -> tuple[int, list[int]]:
@@ -38,7 +41,9 @@ def test_demo_figures_are_the_pinned_ones(tmp_path: Path, minilm_path: Path, mon
     result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
     measured = {}
-    for scorer, expected in HITS.items():
+    written = json.loads((tmp_path / "demo" / "dense.jsonl.config.json").read_text())
+    pinned = HITS | ({"dense": BF16_DENSE} if written["embed"]["precision"] == "bf16" else {})
+    for scorer, expected in pinned.items():
         answerable, hits = _hits_at_k(tmp_path / "demo" / f"{scorer}.jsonl")
         assert answerable == ANSWERABLE
         assert all(abs(h - e) <= TOLERANCE[scorer] for h, e in zip(hits, expected, strict=True)), (scorer, hits)
