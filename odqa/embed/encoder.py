@@ -194,8 +194,8 @@ def resolve_precision(precision: str, device: str) -> Precision:
 
 def resolve_backend(backend: str, device: str, precision: Precision) -> Backend:
     """What runs the model: ``auto`` is OpenVINO on a CPU where it is installed and computes ``precision`` natively
-    (bf16 2.8x the naive fp32 loop on MiniLM, against 2.0x for torch's bf16 autocast: README "Refinement
-    throughput"), torch anywhere else. An explicit ``openvino`` that cannot run is refused in one line.
+    (bf16 2.4x the naive fp32 loop on MiniLM, against 1.7x for torch's bf16 autocast: docs/refine.md), torch
+    anywhere else (GPUs, fp16). An explicit ``openvino`` that cannot run is refused in one line.
     """
     if backend == "torch":
         return "torch"

@@ -2,8 +2,8 @@
 
 Only the transformer changes hands: sentence-transformers still tokenises (same truncation), and its own pooling
 and normalisation modules turn the token states into vectors, so a preset is honoured exactly as under torch.
-On a Zen 4 CPU with AVX-512 BF16, OpenVINO's bf16 ran MiniLM at 2.8x the naive fp32 loop, against 2.0x for torch's
-bf16 autocast (README "Refinement throughput"). The converted model (OpenVINO IR) is saved once per model setting
+On a Zen 4 CPU with AVX-512 BF16, OpenVINO's bf16 ran MiniLM at 2.4x the naive fp32 loop, against 1.7x for torch's
+bf16 autocast (docs/refine.md, "--backend"). The converted model (OpenVINO IR) is saved once per model
 and reused; converting takes a few seconds, compiling a fraction of one.
 """
 
