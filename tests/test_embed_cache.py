@@ -253,3 +253,22 @@ def test_cache_info_and_clear_commands(tmp_path: Path) -> None:
     assert cleared.exit_code == 0 and "cleared 7 vectors" in cleared.output
     with EmbeddingCache(tmp_path, "fp") as cache:
         assert cache.info().vectors == 0
+
+
+def test_cache_info_counts_and_clear_removes_the_converted_models(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+    from odqa.embed.openvino import MODELS_DIR
+
+    runner = CliRunner()
+    with EmbeddingCache(tmp_path, "fp", identity='{"model": "m", "precision": "bf16"}') as cache:
+        cache.put_many({"t": _vector("t")})
+    converted = tmp_path / MODELS_DIR / "abc"
+    converted.mkdir(parents=True)
+    (converted / "model.bin").write_bytes(b"\0" * 3 * 2**20)
+    info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
+    assert info.exit_code == 0 and "converted models 3.0 MiB" in " ".join(info.output.split())
+    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
+    assert cleared.exit_code == 0 and "converted models (3.0 MiB)" in " ".join(cleared.output.split())
+    assert not (tmp_path / MODELS_DIR).exists()

@@ -45,12 +45,28 @@ def info_command(cache_dir: CacheDirOpt = None) -> None:
     console.print(table)
     console.print(f"size {info.bytes_used / 2**20:,.1f} MiB of a {info.limit_bytes / 2**30:g} GiB limit "
                   "(least recently used vectors are evicted past it; set it with --cache-limit-gb)", highlight=False)
+    models = _converted_models(folder)
+    if models.is_dir():
+        console.print(f"converted models {_size(models) / 2**20:,.1f} MiB in {models} (OpenVINO, one per model "
+                      "setting; outside the limit; odqa cache clear removes them)", highlight=False)
+
+
+def _converted_models(folder: Path) -> Path:
+    from odqa.embed.openvino import MODELS_DIR
+
+    return folder / MODELS_DIR
+
+
+def _size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
 @cache_app.command("clear")
 @guarded
 def clear_command(cache_dir: CacheDirOpt = None) -> None:
-    """Delete every cached vector (they are recomputed on demand)."""
+    """Delete every cached vector and converted model (they are recomputed on demand)."""
+    import shutil
+
     from odqa.embed.cache import CACHE_FILE, EmbeddingCache, default_cache_dir
 
     folder = cache_dir if cache_dir is not None else default_cache_dir()
@@ -60,5 +76,8 @@ def clear_command(cache_dir: CacheDirOpt = None) -> None:
     with EmbeddingCache(folder, "") as cache:
         before = cache.info()
         cache.clear()
-    console.print(f"cleared {before.vectors:,} vectors ({before.bytes_used / 2**20:,.1f} MiB) from {before.path}",
-                  highlight=False)
+    models = _converted_models(folder)
+    converted = _size(models) if models.is_dir() else 0
+    shutil.rmtree(models, ignore_errors=True)
+    console.print(f"cleared {before.vectors:,} vectors ({before.bytes_used / 2**20:,.1f} MiB) from {before.path}"
+                  + (f" and the converted models ({converted / 2**20:,.1f} MiB)" if converted else ""), highlight=False)

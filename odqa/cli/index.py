@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from odqa.cli._app import app, console, guarded
-from odqa.config import EmbedBackend, Pooling, Precision
+from odqa.config import EmbedBackend, EmbedPrecision, Pooling
 from odqa.index.config import IndexKind
 from odqa.ray.config import Engine
 
@@ -55,7 +55,9 @@ def build_command(
     batch_size: Annotated[int | None, typer.Option(
         help="Encoder batch size (default on CPU 8 with OpenVINO, 16 with torch; 128 on GPU).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
-    precision: Annotated[Precision | None, typer.Option(help="Half precision is for GPUs (default fp32).")] = None,
+    precision: Annotated[EmbedPrecision | None, typer.Option(
+        help="auto (default): the fastest measured on the device (bf16 on CPUs with AVX-512 BF16/AMX, fp16 on "
+             "CUDA, else fp32); the choice is written in the index manifest.")] = None,
     backend: Annotated[EmbedBackend | None, typer.Option(
         help="What runs the encoder: auto (default) is openvino on a CPU where it is installed, else torch.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an index that is already in --out.")

@@ -22,7 +22,7 @@ import numpy as np
 from odqa._optional import require
 from odqa.config import Backend, EmbedConfig, Precision
 from odqa.embed.cache import EmbeddingCache, default_cache_dir
-from odqa.embed.openvino import OpenVinoModel, import_openvino, supports
+from odqa.embed.openvino import MODELS_DIR, OpenVinoModel, import_openvino, supports
 from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_text
 from odqa.errors import ConfigError, DependencyError, ModelError
 from odqa.records import Passage
@@ -296,7 +296,7 @@ class Encoder:
         if self.cache_dir is not None:  # one IR per model and OpenVINO version, whatever the pooling or precision
             identity = _identity(self.preset, self.source, self.precision, self.backend)
             key = {name: identity.get(name) for name in ("model", "files")} | {"openvino": openvino.get_version()}
-            ir_dir = self.cache_dir / "openvino" / _fingerprint(key)
+            ir_dir = self.cache_dir / MODELS_DIR / _fingerprint(key)
         try:
             return OpenVinoModel(self.model, self.precision, torch.get_num_threads(), ir_dir)
         except Exception as exc:  # a model OpenVINO cannot trace or compile: torch still runs it

@@ -27,6 +27,7 @@ from odqa.config import Precision
 __all__ = ["IR_FILE", "OpenVinoModel", "import_openvino", "supports"]
 
 IR_FILE = "model.xml"  # with model.bin beside it
+MODELS_DIR = "openvino"  # in the cache folder: one converted model (IR) per model setting
 _HINTS: dict[str, str] = {"fp32": "f32", "bf16": "bf16"}  # fp16 on CPU is not offered: few CPUs compute it
 
 
