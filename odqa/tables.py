@@ -55,6 +55,7 @@ __all__ = [
     "refine_tables",
     "refine_tables_to_file",
     "table_scores",
+    "tables_need_encoder",
 ]
 
 _RETRIEVERS_KEPT = 64  # tables whose linker indexes stay built (questions of one table usually come together)
@@ -146,6 +147,11 @@ def table_scores(
     )
 
 
+def tables_need_encoder(config: RefineConfig, weights: TableHybridWeights | None = None) -> bool:
+    """Whether ``config.scorer`` (with ``weights``, for table-hybrid) uses dense similarities, and so an encoder."""
+    return needs_encoder(config) or (config.scorer == "table-hybrid" and (weights or TableHybridWeights()).dense > 0)
+
+
 def refine_tables(
     examples: Iterable[Example],
     tables_dir: str | Path,
@@ -163,7 +169,7 @@ def refine_tables(
     if config.scorer == "original":
         raise ConfigError("scorer 'original' keeps a given order, which table candidates do not have; choose "
                           "table-hybrid, table, hybrid, bm25 or dense")
-    dense = needs_encoder(config) or (config.scorer == "table-hybrid" and (weights or TableHybridWeights()).dense > 0)
+    dense = tables_need_encoder(config, weights)
     if dense:
         if encoder is None:
             raise ConfigError(f"scorer {config.scorer!r} needs an encoder: refine_tables(examples, tables_dir, "

@@ -33,6 +33,8 @@ class BenchRun:
     #: An embedding cache the suites of a quick run share (the refine quality and index suites encode the same
     #: TimeQA passages); None in a full run, where each suite encodes into a throwaway cache of its own.
     cache: str | None = None
+    #: The reader suite's model shape, device and precision (``size``, ``device``, ``precision``) when given.
+    reader: dict[str, str] = field(default_factory=dict)
 
 
 def _refine(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
@@ -75,12 +77,12 @@ def _hybridqa(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> 
     run.failures += hybridqa.check(results, floors["hybridqa"])
 
 
-def _reader(quick: bool, run: BenchRun, options: dict[str, str]) -> None:
+def _reader(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
     from odqa.bench import reader
 
     say("reader: questions/s and peak memory by n-context")
     run.results["reader"] = reader.run((10, 50) if quick else reader.N_CONTEXTS, questions=4 if quick else 16,
-                                       **options)  # type: ignore[arg-type]
+                                       **run.reader)  # type: ignore[arg-type]
 
 
 def _report(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
@@ -90,7 +92,8 @@ def _report(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> No
     run.results["report"] = report.run(quick)
 
 
-_RUNNERS = {"refine": _refine, "index": _index, "crawl": _crawl, "hybridqa": _hybridqa, "report": _report}
+_RUNNERS = {"refine": _refine, "index": _index, "crawl": _crawl, "hybridqa": _hybridqa, "reader": _reader,
+            "report": _report}
 
 
 def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False,
@@ -101,16 +104,13 @@ def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False,
     floors = json.loads((bench_dir() / "floors.json").read_text(encoding="utf-8"))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    run = BenchRun({"machine": machine(), "quick": quick})
+    run = BenchRun({"machine": machine(), "quick": quick}, reader=reader or {})
     with tempfile.TemporaryDirectory() as shared:
         run.cache = shared if quick else None
         for name in SUITES:
             if name in suites:
                 started = time.perf_counter()
-                if name == "reader":
-                    _reader(quick, run, reader or {})
-                else:
-                    _RUNNERS[name](quick, out, floors, run)
+                _RUNNERS[name](quick, out, floors, run)
                 run.results.setdefault("seconds", {})[name] = time.perf_counter() - started
         run.cache = None
     target = out / ("bench-quick.json" if quick else "bench.json")

@@ -9,6 +9,7 @@ which must also reach BM25's and the refine hybrid's R@1 and R@5.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,7 +43,8 @@ def _recall(questions: Path, scorer: str, weights: TableHybridWeights | None, en
     from odqa.tables import refine_tables_to_file
 
     out = tmp / f"{questions.stem}.{scorer}.jsonl"
-    config = RefineConfig(scorer=scorer, k=max(KS), embed=encoder.config)  # type: ignore[arg-type]
+    embed = encoder.config if encoder is not None else EmbedConfig()
+    config = RefineConfig(scorer=scorer, k=max(KS), embed=embed)  # type: ignore[arg-type]
     refine_tables_to_file(questions, DATA / "WikiTables-WithLinks", out, config, encoder, weights=weights)
     metrics = run_eval(EvalConfig(dataset="fid", predictions=str(out), ks=KS))
     return {key: float(value) for key, value in metrics.items()  # type: ignore[arg-type]
@@ -53,16 +55,20 @@ def run(quick: bool = False) -> dict[str, Any]:
     """``{"results": {split: {scorer: {"recall@k[ group]": value, "answerable[ group]": n}}}}`` for both splits
     (``quick``: the held-out split, the default, the linker and BM25)."""
     from odqa.embed import Encoder
+    from odqa.tables import tables_need_encoder
 
     splits = {"heldout": DATA / "dev.heldout.json"} if quick else {"tune": DATA / "dev.tune.json",
                                                                    "heldout": DATA / "dev.heldout.json"}
+    scorers = {name: how for name, how in SCORERS.items() if not quick or name in _QUICK}
+    # The model loads only when a scorer run needs it (dense, hybrid, table-hybrid with a dense weight).
+    dense = any(tables_need_encoder(RefineConfig(scorer=scorer), weights)  # type: ignore[arg-type]
+                for scorer, weights in scorers.values())
     results: dict[str, dict[str, dict[str, float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp, Encoder(EmbedConfig(cache_dir=str(Path(tmp) / "cache"))) as encoder:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        encoder = stack.enter_context(Encoder(EmbedConfig(cache_dir=str(Path(tmp) / "cache")))) if dense else None
         for split, questions in splits.items():
             results[split] = {}
-            for name, (scorer, weights) in SCORERS.items():
-                if quick and name not in _QUICK:
-                    continue
+            for name, (scorer, weights) in scorers.items():
                 row = results[split][name] = _recall(questions, scorer, weights, encoder, Path(tmp))
                 say(f"  {split:8s} {name:24s} " + " ".join(f"R@{k}={row[f'recall@{k}']:.3f}" for k in KS))
     return {"ks": list(KS), "results": results}

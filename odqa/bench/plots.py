@@ -20,6 +20,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def throughput_by_batch(refine: dict[str, Any], path: Path) -> Path:
     """Encoder passages/s by batch size, one line per format, with the naive loop and odqa as reference lines."""
     plt = _pyplot()
@@ -38,10 +45,7 @@ def throughput_by_batch(refine: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("passages / s")
     ax.set_title("MiniLM encoding throughput by batch size and format", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def recall_curves(quality: dict[str, Any], path: Path) -> Path:
@@ -61,10 +65,7 @@ def recall_curves(quality: dict[str, Any], path: Path) -> Path:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("answer recall@k")
     axes[0][-1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def crawl_against_bound(crawl: dict[str, Any], path: Path) -> Path:
@@ -82,7 +83,4 @@ def crawl_against_bound(crawl: dict[str, Any], path: Path) -> Path:
     ax.set_title(f"crawl fetch throughput against the bound ({rows[0]['hosts']} hosts, "
                  f"{rows[0]['latency_s'] * 1000:.0f} ms latency)", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)

@@ -124,6 +124,14 @@ def _odqa_in_process(examples: Sequence[Example], precision: str, cache: str, ba
         return tops, time.perf_counter() - started, f"{encoder.backend} {encoder.precision}"
 
 
+def _copy_converted(source: Path, target: Path) -> None:
+    """Copy the OpenVINO models converted into cache folder ``source`` (none under torch) into ``target``."""
+    from odqa.embed.openvino import MODELS_DIR
+
+    if (source / MODELS_DIR).is_dir():
+        shutil.copytree(source / MODELS_DIR, target / MODELS_DIR)
+
+
 #: The odqa runs of the unique workload: (label, backend, precision); "odqa default" is what a user gets.
 _UNIQUE_RUNS = (("odqa torch fp32 (batching only)", "torch", "fp32"), ("odqa torch bf16", "torch", "bf16"),
                 ("odqa openvino fp32", "openvino", "fp32"), ("odqa default", "auto", "auto"))
@@ -143,13 +151,12 @@ def bench_unique(reference_model: Any, examples: Sequence[Example]) -> dict[str,
         if (precision == "bf16" and not cpu_has_bf16()) or (backend == "openvino" and import_openvino() is None):
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            # The OpenVINO conversion is a one-off per model (its IR is kept in the cache folder): done first in
-            # another folder and copied over, so that only encoding is timed here. The TimeQA-shaped runs start
-            # from nothing and so include it.
+            # A first run on one question warms the process, and does the OpenVINO conversion, a one-off per model
+            # (its IR is kept in the cache folder), in another folder: copied over, so that only encoding is
+            # timed here. The TimeQA-shaped runs start from nothing and so include it.
             warm, cache = Path(tmp, "warm"), Path(tmp, "cache")
             _odqa_in_process(examples[:1], precision, str(warm), backend)
-            if (warm / "openvino").is_dir():
-                shutil.copytree(warm / "openvino", cache / "openvino")
+            _copy_converted(warm, cache)
             tops, seconds, used = _odqa_in_process(examples, precision, str(cache), backend)
         rows[label] = {"seconds": seconds, "precision": used, "top10_overlap": overlap(naive_top, tops)}
     for row in rows.values():
@@ -193,8 +200,8 @@ def bench_timeqa(reference_model: Any, examples: Sequence[Example], naive_questi
         runs = (("odqa refine, cold cache", "cache"), ("odqa refine, warm cache", "cache"),
                 ("odqa refine, cold embeddings (model converted before)", "cache2"))
         for label, cache in runs:
-            if cache == "cache2" and (Path(tmp) / "cache" / "openvino").is_dir():
-                shutil.copytree(Path(tmp) / "cache" / "openvino", Path(tmp) / cache / "openvino")
+            if cache == "cache2":
+                _copy_converted(Path(tmp) / "cache", Path(tmp) / cache)
             out = Path(tmp) / "out.jsonl"
             command = [*_odqa_command(), "refine", str(source), "--out", str(out), "--scorer", "dense", "--k",
                        str(K), "--cache-dir", str(Path(tmp) / cache)]
