@@ -27,6 +27,7 @@ UNSPACED_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 _UNSPACED = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in UNSPACED_RANGES) + "]")
+_SPACES = re.compile(r"\s+")  # the characters str.isspace calls space
 _SAMPLE = 2000  # characters looked at to classify a text
 
 
@@ -38,5 +39,5 @@ def is_unspaced_char(ch: str) -> bool:
 def is_unspaced(text: str) -> bool:
     """True when more than 30% of the visible characters at the start of ``text`` are of such a script."""
     sample = text[:_SAMPLE]
-    visible = sum(1 for ch in sample if not ch.isspace())
+    visible = len(sample) - sum(map(len, _SPACES.findall(sample)))
     return visible > 0 and len(_UNSPACED.findall(sample)) / visible > 0.3

@@ -241,3 +241,94 @@ def test_cache_info_names_the_backend_of_each_setting(tmp_path: Path) -> None:
 
 def test_openvino_encodes_in_batches_of_8_on_cpu_by_default(openvino_fp32: Encoder, torch_fp32: Encoder) -> None:
     assert (openvino_fp32.batch_size, torch_fp32.batch_size) == (8, 16)
+
+
+TRICKY_TEXTS = [
+    "Who owned the house in 1920?",
+    "  leading and trailing spaces\t\n",
+    "",
+    "Ünïcödé, accents and CAPITALS: naïve café résumé",
+    "東京は日本の首都です。人口は約1400万人。",
+    "a b " * 400,  # beyond every model's maximum length: truncated
+    "x",
+]
+
+
+@pytest.mark.parametrize("which", ["minilm", "tiny"])
+def test_the_converted_tokenizer_tokenises_as_sentence_transformers(which: str, tiny_bert: Path) -> None:
+    from odqa.embed.openvino import convert
+
+    model = str(tiny_bert) if which == "tiny" else "minilm"
+    settings = {"pooling": "mean", "normalize": True} if which == "tiny" else {}
+    encoder = Encoder(EmbedConfig(model=model, backend="torch", precision="fp32", cache_dir="", device="cpu",
+                                  **settings))  # type: ignore[arg-type]
+    theirs = encoder.model.preprocess(TRICKY_TEXTS)
+    ours = convert(openvino, encoder.model, None).tokenizer.encode_batch(TRICKY_TEXTS)
+    limit = encoder.model.max_seq_length  # the tiny model's is its 128 positions, below its tokenizer's 512
+    assert max(len(e.ids) for e in ours) == limit == (128 if which == "tiny" else 256)  # truncated to the limit
+    np.testing.assert_array_equal([e.ids for e in ours], theirs["input_ids"].numpy())
+    np.testing.assert_array_equal([e.attention_mask for e in ours], theirs["attention_mask"].numpy())
+    np.testing.assert_array_equal([e.type_ids for e in ours], theirs["token_type_ids"].numpy())
+
+
+HEAVY = ("torch", "transformers", "sentence_transformers")
+
+
+def test_a_converted_model_refines_without_importing_torch(tmp_path: Path, cache: str,
+                                                           openvino_fp32: Encoder) -> None:
+    """Once converted, ``odqa refine`` reads the model back and never imports torch, transformers or
+    sentence-transformers (6 s of start-up), and ranks as the encoder that converted it."""
+    import os
+    import subprocess
+    import sys
+
+    from odqa.pipeline import refine_to_file
+
+    examples = list(load_examples(TIMEQA))
+    config = RefineConfig(scorer="dense", k=5, embed=openvino_fp32.config)
+    refine_to_file(examples, tmp_path / "here.jsonl", config, openvino_fp32)
+    script = (
+        "import json, sys\n"
+        "from odqa.cli import main\n"
+        f"sys.argv = ['odqa', 'refine', {str(TIMEQA)!r}, '--out', {str(tmp_path / 'there.jsonl')!r}, '--scorer',"
+        f" 'dense', '--k', '5', '--precision', 'fp32', '--device', 'cpu', '--cache-dir', {cache!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+    ranked = [[c["id"] for c in json.loads(line)["ctxs"]] for name in ("here", "there")
+              for line in (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert ranked[: len(examples)] == ranked[len(examples) :]
+
+
+def test_the_default_device_is_known_without_torch_where_no_gpu_node_exists(monkeypatch: pytest.MonkeyPatch
+                                                                             ) -> None:
+    import sys
+
+    def ask_torch() -> dict[str, int]:
+        raise AssertionError("torch was asked")
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(encoder_module, "_devices_here", ask_torch)
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(()))
+    assert encoder_module._default_device() == "cpu"
+    nodes = {"dev/nvidia*": [Path("/dev/nvidia0")]}
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(nodes.get(pattern, ())))
+    monkeypatch.setattr(encoder_module, "_devices_here", lambda: {"cpu": 1, "cuda": 1})
+    assert encoder_module._default_device() == "cuda:0"  # a GPU node: torch decides
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(encoder_module, "_devices_here", lambda: {"cpu": 1, "mps": 1})
+    assert encoder_module._default_device() == "mps"
+
+
+def test_an_older_half_converted_folder_is_replaced(tiny_bert: Path, tmp_path: Path, conversions: list[int]) -> None:
+    config = EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino", precision="fp32",
+                         cache_dir=str(tmp_path), device="cpu")
+    Encoder(config)
+    (folder,) = (tmp_path / "openvino").iterdir()
+    (folder / "tokenizer.json").unlink()  # as an odqa that kept no tokenizer left it
+    Encoder(config)
+    Encoder(config)
+    assert len(conversions) == 2 and (folder / "tokenizer.json").is_file()

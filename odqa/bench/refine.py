@@ -236,8 +236,9 @@ def bench_formats(model: Any, texts: Sequence[str], batch_sizes: Sequence[int], 
     runs it), and OpenVINO fp32 and bf16 where it is installed (bf16 only on CPUs that compute it natively)."""
     import torch
 
+    from odqa.embed import get_preset
     from odqa.embed.encoder import cpu_has_bf16
-    from odqa.embed.openvino import OpenVinoModel, import_openvino
+    from odqa.embed.openvino import OpenVinoModel, convert, import_openvino
 
     flops = encoder_flops(model, texts)
     bf16 = cpu_has_bf16()
@@ -247,9 +248,11 @@ def bench_formats(model: Any, texts: Sequence[str], batch_sizes: Sequence[int], 
             with torch.autocast("cpu", dtype=torch.bfloat16) if fmt == "bf16" else nullcontext():
                 return model.encode(list(batch), batch_size=size)
         runners[fmt] = torch_encode
-    if import_openvino() is not None:
+    if (openvino := import_openvino()) is not None:
+        converted, preset = convert(openvino, model, None), get_preset("minilm")
         for fmt in ("fp32", "bf16") if bf16 else ("fp32",):
-            runners[f"openvino {fmt}"] = OpenVinoModel(model, fmt, torch.get_num_threads()).encode  # type: ignore[arg-type]
+            runners[f"openvino {fmt}"] = OpenVinoModel(converted, preset.pooling, preset.normalize,
+                                                       fmt).encode  # type: ignore[arg-type]
     rows = []
     for fmt, encode in runners.items():
         for batch in batch_sizes:
@@ -273,7 +276,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     size = 1024 if quick else 2048
     peaks = {fmt: matmul_peak(fmt, size) for fmt in ("fp32", "bf16")}
     say(f"matmul peak: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s")
-    with Encoder(EmbedConfig(precision="fp32", cache_dir="")) as reference:
+    with Encoder(EmbedConfig(precision="fp32", backend="torch", cache_dir="")) as reference:
         model = reference.model
         unique = bench_unique(model, unique_workload(examples, 16 if quick else 60))
         timeqa = bench_timeqa(model, timeqa_workload(examples), 6 if quick else 30)

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -22,7 +23,15 @@ import numpy as np
 from odqa._optional import require
 from odqa.config import Backend, EmbedConfig, Precision
 from odqa.embed.cache import EmbeddingCache, default_cache_dir
-from odqa.embed.openvino import MODELS_DIR, OpenVinoModel, import_openvino, supports
+from odqa.embed.openvino import (
+    MODELS_DIR,
+    OpenVinoModel,
+    convert,
+    import_openvino,
+    is_converted,
+    read_converted,
+    supports,
+)
 from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_text
 from odqa.errors import ConfigError, DependencyError, ModelError
 from odqa.records import Passage
@@ -156,22 +165,34 @@ def _devices_here() -> dict[str, int]:
     return {kind: n for kind, n in counts.items() if n > 0}
 
 
+def _no_accelerator() -> bool:
+    """True where no GPU can be present, known without importing torch (1.5 s): Linux with no NVIDIA, AMD or
+    other GPU device node. Elsewhere (a GPU node, macOS's MPS, Windows) torch is asked."""
+    if not sys.platform.startswith("linux"):
+        return False
+    nodes = ("/dev/nvidia*", "/dev/kfd", "/dev/dri/renderD*", "/dev/accel/*")
+    return not any(any(Path("/").glob(node.lstrip("/"))) for node in nodes)
+
+
 def _default_device() -> str:
     """The device a model goes to when none is named: the first GPU torch can use, else the CPU."""
+    if _no_accelerator():
+        return "cpu"
     counts = _devices_here()
     return next((f"{kind}:0" if kind != "mps" else kind for kind in ("cuda", "xpu", "mps") if kind in counts), "cpu")
 
 
 def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (AVX-512 BF16 or AMX); elsewhere bf16 is emulated, and slower."""
-    import torch
+    """Whether this CPU computes bf16 natively (AVX-512 BF16 or AMX); elsewhere bf16 is emulated, and slower.
 
-    if any(mark in torch.backends.cpu.get_cpu_capability() for mark in ("AMX", "BF16")):
-        return True
+    Linux says so in /proc/cpuinfo; elsewhere torch is asked.
+    """
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:  # not Linux
-        return False
+        import torch
+
+        return any(mark in torch.backends.cpu.get_cpu_capability() for mark in ("AMX", "BF16"))
     flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), [])
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
@@ -218,7 +239,7 @@ def check_device(device: str | None) -> None:
 
     Call it before loading a model: a bad device otherwise surfaces as torch's RuntimeError after the load.
     """
-    if device is None:
+    if device is None or device in ("cpu", "cpu:0"):  # every machine has one CPU: no need to import torch
         return
     require("torch", "embed")
     import torch
@@ -255,16 +276,18 @@ class Encoder:
         cache_dir = default_cache_dir() if self.config.cache_dir is None else self.config.cache_dir
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.cache: EmbeddingCache | None = None
+        self.model: Any = None  # the sentence-transformers model, loaded where torch runs it or to convert it
         self._openvino: OpenVinoModel | None = None
         try:
             self._open_cache()
-            self.model = self._load()
             if self.backend == "openvino":
                 self._openvino = self._compile()
+            if self._openvino is None:
+                self.model = self._load() if self.model is None else self.model
         except BaseException:
             self.close()
             raise
-        on_gpu = str(self.model.device).startswith("cuda")
+        on_gpu = self.device.startswith("cuda")
         # On CPU, batches of 16 encode faster than 64 in fp32 and bf16 alike (MiniLM, 2 quiet cores: 53% / 68% of
         # the matmul peak against 34% / 49%): attention stays in cache. (Runs under heavy load favoured 64.)
         # OpenVINO (2 streams) does best at 8: bf16 97 passages/s against 88 at 16 and 77 at 32 (load 2-4).
@@ -279,7 +302,7 @@ class Encoder:
         """Settle what is written beside outputs and the cache key (precision and backend as resolved), and open
         the cache under that key (before the model load, so a bad cache location fails first)."""
         self.config = replace(self.config, precision=self.precision, backend=self.backend)
-        identity = _identity(self.preset, self.source, self.precision, self.backend)
+        identity = self.identity = _identity(self.preset, self.source, self.precision, self.backend)
         self.fingerprint = _fingerprint(identity)
         if self.cache is not None:
             self.cache.close()
@@ -287,18 +310,22 @@ class Encoder:
                                      json.dumps(identity, sort_keys=True)) if self.cache_dir is not None else None)
 
     def _compile(self) -> OpenVinoModel | None:
-        """The model's transformer under OpenVINO, its IR kept in the cache folder; where that fails, a warning
-        and torch (the backend written out then says torch)."""
+        """The model under OpenVINO: read as converted before into the cache folder, or loaded and converted now
+        (and kept there). Where that fails, a warning and torch (the backend written out then says torch)."""
         import openvino
-        import torch
 
-        ir_dir = None
-        if self.cache_dir is not None:  # one IR per model and OpenVINO version, whatever the pooling or precision
-            identity = _identity(self.preset, self.source, self.precision, self.backend)
-            key = {name: identity.get(name) for name in ("model", "files")} | {"openvino": openvino.get_version()}
-            ir_dir = self.cache_dir / MODELS_DIR / _fingerprint(key)
+        folder = None
+        if self.cache_dir is not None:  # one per model, length limit and OpenVINO version, any pooling or precision
+            key = {name: self.identity.get(name) for name in ("model", "files", "max_seq_length")}
+            folder = self.cache_dir / MODELS_DIR / _fingerprint(key | {"openvino": openvino.get_version()})
+        if folder is None or not is_converted(folder):
+            self.model = self._load()  # outside the fallback: a model that cannot be loaded is the user's error
         try:
-            return OpenVinoModel(self.model, self.precision, torch.get_num_threads(), ir_dir)
+            if self.model is None and folder is not None:
+                converted = read_converted(openvino, folder)
+            else:
+                converted = convert(openvino, self.model, folder)
+            compiled = OpenVinoModel(converted, self.preset.pooling, self.preset.normalize, self.precision)
         except Exception as exc:  # a model OpenVINO cannot trace or compile: torch still runs it
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             log.warning("OpenVINO cannot run %s (%s: %s); encoding with torch instead (--backend torch skips "
@@ -306,6 +333,8 @@ class Encoder:
             self.backend = "torch"
             self._open_cache()
             return None
+        self.model = None  # converted: the torch model is not needed any more
+        return compiled
 
     def _load(self) -> Any:
         transformer_cls, pooling_cls, normalize_cls = _model_parts()
@@ -351,6 +380,8 @@ class Encoder:
 
     @property
     def dimension(self) -> int:
+        if self._openvino is not None:
+            return self._openvino.dimension
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(dim_of())
 

@@ -1,10 +1,11 @@
-"""A sentence-transformers model whose transformer runs under OpenVINO, the fastest CPU backend measured here.
+"""Vectors from a transformer compiled by OpenVINO, the fastest CPU backend measured here.
 
-Only the transformer changes hands: sentence-transformers still tokenises (same truncation), and its own pooling
-and normalisation modules turn the token states into vectors, so a preset is honoured exactly as under torch.
-On a Zen 4 CPU with AVX-512 BF16, OpenVINO's bf16 ran MiniLM at 2.4x the naive fp32 loop, against 1.7x for torch's
-bf16 autocast (docs/refine.md, "--backend"). The converted model (OpenVINO IR) is saved once per model
-and reused; converting takes a few seconds, compiling a fraction of one.
+A model is converted once from its sentence-transformers form into a folder of the cache: the transformer as an
+OpenVINO IR (``model.xml`` + ``model.bin``) and its tokenizer as a ``tokenizer.json`` set to truncate and pad as
+sentence-transformers does. Every later run reads that folder and encodes without importing torch, transformers or
+sentence-transformers, whose import alone took 6 s of a 9 s warm ``odqa refine`` (docs/refine.md, "--backend").
+Pooling and normalisation are the preset's, computed in numpy. On a Zen 4 CPU with AVX-512 BF16, OpenVINO's bf16
+ran MiniLM at 2.5x the naive fp32 loop, against 2.0x for torch's bf16 autocast.
 """
 
 from __future__ import annotations
@@ -16,18 +17,21 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from odqa.config import Precision
+from odqa.config import Pooling, Precision
 
-__all__ = ["IR_FILE", "OpenVinoModel", "import_openvino", "supports"]
+__all__ = ["IR_FILE", "MODELS_DIR", "TOKENIZER_FILE", "Converted", "OpenVinoModel", "convert", "import_openvino",
+           "is_converted", "read_converted", "supports"]
 
 IR_FILE = "model.xml"  # with model.bin beside it
-MODELS_DIR = "openvino"  # in the cache folder: one converted model (IR) per model setting
+TOKENIZER_FILE = "tokenizer.json"
+MODELS_DIR = "openvino"  # in the cache folder: one converted model per model setting
 _HINTS: dict[str, str] = {"fp32": "f32", "bf16": "bf16"}  # fp16 on CPU is not offered: few CPUs compute it
 
 
@@ -47,20 +51,37 @@ def supports(openvino: ModuleType, precision: str) -> bool:
     return precision == "fp32" or "BF16" in capabilities
 
 
+@dataclass(frozen=True)
+class Converted:
+    """A model as OpenVINO runs it: the transformer's graph and the tokenizer that feeds it."""
+
+    network: Any  # openvino.Model: token ids (and masks) in, token states out
+    tokenizer: Any  # tokenizers.Tokenizer, truncating and padding as sentence-transformers does
+
+
+def _tokenizer(model: Any) -> Any:
+    """A copy of the model's fast tokenizer set to what sentence-transformers' ``preprocess`` asks of it: special
+    tokens added, truncation to the model's maximum length, padding to the longest text of a batch."""
+    from tokenizers import Tokenizer
+
+    hf = model[0].tokenizer
+    if not getattr(hf, "is_fast", False):
+        raise ValueError(f"{type(hf).__name__} is not a fast tokenizer, which OpenVINO runs need")
+    tokenizer = Tokenizer.from_str(hf.backend_tokenizer.to_str())
+    tokenizer.enable_truncation(hf.model_max_length, strategy="longest_first", direction=hf.truncation_side)
+    tokenizer.enable_padding(direction=hf.padding_side, pad_id=hf.pad_token_id, pad_type_id=hf.pad_token_type_id,
+                             pad_token=hf.pad_token)
+    return tokenizer
+
+
 def _example_input(model: Any) -> dict[str, Any]:
     """Two texts of different lengths, so the traced graph includes padding under the attention mask."""
-    features = _features(model, ["an example input", "a longer example input, padded to its length in a batch"])
+    features = model.preprocess(["an example input", "a longer example input, padded to its length in a batch"])
     return {name: value for name, value in features.items() if name in ("input_ids", "attention_mask",
                                                                           "token_type_ids")}
 
 
-def _features(model: Any, texts: list[str]) -> dict[str, Any]:
-    """sentence-transformers' own tokenisation (its truncation and max_seq_length), across 5.x and 6.x."""
-    preprocess = getattr(model, "preprocess", None) or model.tokenize
-    return dict(preprocess(texts))
-
-
-def _convert(openvino: ModuleType, model: Any) -> Any:
+def _trace(openvino: ModuleType, model: Any) -> Any:
     """Trace the transformer into an OpenVINO model with dynamic batch and sequence dimensions."""
     import torch
     from transformers.utils import logging as hf_logging
@@ -76,81 +97,117 @@ def _convert(openvino: ModuleType, model: Any) -> Any:
         hf_logging.set_verbosity(verbosity)
 
 
-def _load_or_convert(openvino: ModuleType, model: Any, ir_dir: Path | None) -> Any:
-    """The converted transformer: read from ``ir_dir`` when saved there before, else converted (and saved there,
-    atomically: a folder renamed into place, so a reader never sees half an IR)."""
-    if ir_dir is not None and (ir_dir / IR_FILE).is_file():
-        return openvino.Core().read_model(ir_dir / IR_FILE)
-    network = _convert(openvino, model)
-    if ir_dir is not None:
-        ir_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{ir_dir.name}-", dir=ir_dir.parent))
+def is_converted(folder: Path) -> bool:
+    """Whether a model was converted into ``folder`` (which :func:`convert` fills whole or not at all)."""
+    return (folder / IR_FILE).is_file() and (folder / TOKENIZER_FILE).is_file()
+
+
+def read_converted(openvino: ModuleType, folder: Path) -> Converted:
+    """The model converted into ``folder`` before."""
+    from tokenizers import Tokenizer
+
+    return Converted(openvino.Core().read_model(folder / IR_FILE), Tokenizer.from_file(str(folder / TOKENIZER_FILE)))
+
+
+def convert(openvino: ModuleType, model: Any, folder: Path | None) -> Converted:
+    """Convert a sentence-transformers ``model`` and save it in ``folder`` (None: keep it in memory only).
+
+    The folder is written whole and renamed into place, so a reader never sees half of it; when another run saved
+    the same model first, theirs is kept.
+    """
+    converted = Converted(_trace(openvino, model), _tokenizer(model))
+    if folder is not None:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
-            openvino.save_model(network, staging / IR_FILE, compress_to_fp16=False)  # weights stay fp32
-            with contextlib.suppress(OSError):  # another run saved the same IR first: keep theirs
-                os.replace(staging, ir_dir)
+            openvino.save_model(converted.network, staging / IR_FILE, compress_to_fp16=False)  # weights stay fp32
+            converted.tokenizer.save(str(staging / TOKENIZER_FILE))
+            with contextlib.suppress(OSError):
+                if folder.exists() and not is_converted(folder):  # half of one, left by an older odqa
+                    shutil.rmtree(folder)
+                os.replace(staging, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return network
+    return converted
+
+
+def _threads() -> int | None:
+    """The threads to compute with: ``OMP_NUM_THREADS`` where set (as torch honours it), else OpenVINO's choice,
+    one per physical core."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 class OpenVinoModel:
-    """Encodes texts as ``model.encode`` would, with ``model``'s transformer compiled by OpenVINO for the CPU.
+    """Encodes texts as sentence-transformers would, with the transformer compiled by OpenVINO for the CPU.
 
-    ``ir_dir`` is where the converted transformer is kept between runs (None: convert in memory every time).
-    Any failure to convert or compile propagates: the caller falls back to torch.
+    ``pooling`` and ``normalize`` are the preset's (a converted model serves every preset of its weights). Any
+    failure to compile propagates: the caller falls back to torch.
     """
 
-    def __init__(self, model: Any, precision: Precision, threads: int, ir_dir: Path | None = None) -> None:
+    def __init__(self, converted: Converted, pooling: Pooling, normalize: bool, precision: Precision) -> None:
         openvino = import_openvino()
         if openvino is None or precision not in _HINTS:
             raise ValueError(f"OpenVINO cannot run precision {precision!r} here")
-        self.model = model
-        network = _load_or_convert(openvino, model, ir_dir)
+        self.tokenizer = converted.tokenizer
+        self.pooling = pooling
+        self.normalize = normalize
         # THROUGHPUT: one stream per core, each batch on one of them; 2 streams of 1 thread encoded MiniLM 13-23 %
         # faster than LATENCY's one stream of 2 threads (bf16, batch 8 and 16, 2 cores at load 2-3).
-        self.compiled = openvino.Core().compile_model(network, "CPU", {
-            "INFERENCE_PRECISION_HINT": _HINTS[precision],
-            "INFERENCE_NUM_THREADS": threads,
-            "PERFORMANCE_HINT": "THROUGHPUT",
-        })
-        self.inputs = [port.get_any_name() for port in self.compiled.inputs]
+        settings: dict[str, Any] = {"INFERENCE_PRECISION_HINT": _HINTS[precision], "PERFORMANCE_HINT": "THROUGHPUT"}
+        if (threads := _threads()) is not None:
+            settings["INFERENCE_NUM_THREADS"] = threads
+        self.compiled = openvino.Core().compile_model(converted.network, "CPU", settings)
+        self.inputs = {port.get_any_name(): port.get_element_type().to_dtype() for port in self.compiled.inputs}
+        self.dimension = int(self.compiled.outputs[0].get_partial_shape()[-1].get_length())
         self.jobs = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """Vectors of ``texts`` in order: longest first in batches of ``batch_size`` (as sentence-transformers
-        sorts), then its pooling and normalisation modules. One batch runs on each stream while the next is
-        tokenised; several threads may call this at once (each call has its own requests)."""
+        sorts). One batch runs on each stream while the next is tokenised; several threads may call this at once
+        (each call has its own requests)."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
         order = np.argsort([-len(text) for text in texts], kind="stable")
         batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
         pooled: list[np.ndarray] = []
         requests = [self.compiled.create_infer_request() for _ in range(min(self.jobs, len(batches)))]
-        waiting: list[dict[str, Any]] = []  # the features of the batches in flight, oldest first
+        masks: list[np.ndarray] = []  # the attention masks of the batches in flight, oldest first
         for number, chosen in enumerate(batches):
             request = requests[number % len(requests)]
-            if len(waiting) == len(requests):  # this request's previous batch: wait for it and pool it
+            if len(masks) == len(requests):  # this request's previous batch: wait for it and pool it
                 request.wait()
-                pooled.append(self._pool(waiting.pop(0), request))
-            features = _features(self.model, [texts[i] for i in chosen])
-            request.start_async({name: features[name].numpy() for name in self.inputs})
-            waiting.append(features)
-        for number in range(len(batches) - len(waiting), len(batches)):
+                pooled.append(self._pool(request, masks.pop(0)))
+            features = self._features([texts[i] for i in chosen])
+            request.start_async({name: features[name] for name in self.inputs})
+            masks.append(features["attention_mask"])
+        for number in range(len(batches) - len(masks), len(batches)):
             request = requests[number % len(requests)]
             request.wait()
-            pooled.append(self._pool(waiting.pop(0), request))
+            pooled.append(self._pool(request, masks.pop(0)))
         vectors = np.concatenate(pooled)
         out = np.empty_like(vectors)
         out[order] = vectors
         return out
 
-    def _pool(self, features: dict[str, Any], request: Any) -> np.ndarray:
-        """The model's own modules after the transformer (pooling, normalisation) over a finished request's token
-        states."""
-        import torch
+    def _features(self, texts: list[str]) -> dict[str, np.ndarray]:
+        encodings = self.tokenizer.encode_batch(texts)
+        columns = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+        features = {name: np.array([getattr(e, columns[name]) for e in encodings], dtype=dtype)
+                    for name, dtype in self.inputs.items()}
+        if "attention_mask" not in features:
+            features["attention_mask"] = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return features
 
-        features["token_embeddings"] = torch.from_numpy(np.array(request.get_output_tensor(0).data, np.float32))
-        with torch.no_grad():
-            for module in list(self.model)[1:]:
-                features = module(features)
-        vectors: np.ndarray = features["sentence_embedding"].numpy()
+    def _pool(self, request: Any, mask: np.ndarray) -> np.ndarray:
+        """The sentence vectors of a finished request: its token states pooled (the first token's, or the mean
+        over the attention mask), then scaled to unit length where the preset normalises."""
+        states = np.asarray(request.get_output_tensor(0).data, dtype=np.float32)
+        if self.pooling == "cls":
+            vectors = states[:, 0].copy()
+        else:
+            weights = mask.astype(np.float32)[:, :, None]
+            vectors = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        if self.normalize:
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors

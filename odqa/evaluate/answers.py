@@ -96,24 +96,12 @@ def _token_spans(nfd: str) -> list[tuple[str, int, int]]:
     return tokens
 
 
-def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
-    n = len(needle)
-    first = needle[0]
-    return any(haystack[i] == first and list(haystack[i : i + n]) == list(needle)
-               for i in range(len(haystack) - n + 1))
-
-
 def has_answer(text: str, golds: Iterable[str]) -> bool:
     """True when a gold answer's tokens occur as a contiguous run of ``text``'s tokens (DPR/FiD has_answer).
 
     An answer with no token (empty or blank) never matches (DPR would match it everywhere).
     """
-    tokens = answer_tokens(text)
-    for gold in golds:
-        needle = answer_tokens(gold)
-        if needle and _contains(tokens, needle):
-            return True
-    return False
+    return bool(answer_spans(text, golds))
 
 
 def answer_spans(text: str, golds: Iterable[str]) -> list[tuple[int, int]]:
