@@ -270,5 +270,23 @@ def test_cache_info_counts_and_clear_removes_the_converted_models(tmp_path: Path
     info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
     assert info.exit_code == 0 and "converted models 3.0 MiB" in " ".join(info.output.split())
     cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
-    assert cleared.exit_code == 0 and "converted models (3.0 MiB)" in " ".join(cleared.output.split())
+    assert cleared.exit_code == 0 and "converted models (3.0 MiB" in " ".join(cleared.output.split())
+    assert not (tmp_path / MODELS_DIR).exists()
+
+
+def test_converted_models_without_vectors_are_shown_and_cleared(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+    from odqa.embed.openvino import MODELS_DIR
+
+    runner = CliRunner()
+    converted = tmp_path / MODELS_DIR / "abc"
+    converted.mkdir(parents=True)
+    (converted / "model.bin").write_bytes(b"\0" * 2**20)
+    info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
+    assert info.exit_code == 0 and "no vectors" in info.output and "converted models 1.0 MiB" in \
+        " ".join(info.output.split())
+    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
+    assert cleared.exit_code == 0 and "converted models (1.0 MiB" in " ".join(cleared.output.split())
     assert not (tmp_path / MODELS_DIR).exists()

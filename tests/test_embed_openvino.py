@@ -205,6 +205,13 @@ def test_a_model_openvino_cannot_convert_falls_back_to_torch(
         record.getMessage() and "encoding with torch instead" in record.getMessage()
     torch = Encoder(EmbedConfig(**settings, backend="torch"))  # type: ignore[arg-type]
     assert fallen.backend == fallen.config.backend == "torch"
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+
+    fallen.encode_passages([Passage(id="p", doc_id="d", title="", text="a passage")])
+    info = CliRunner().invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)], env={"COLUMNS": "300"})
+    assert "(fp32, torch, " in info.output and "(fp32, openvino, " not in info.output  # the one holding vectors
     assert fallen.fingerprint == torch.fingerprint  # its vectors are cached as torch's
     np.testing.assert_array_equal(fallen.encode_queries(["a question"]), torch.encode_queries(["a question"]))
 

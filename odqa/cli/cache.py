@@ -28,15 +28,18 @@ def info_command(cache_dir: CacheDirOpt = None) -> None:
     from odqa.embed.cache import CACHE_FILE, EmbeddingCache, default_cache_dir
 
     folder = cache_dir if cache_dir is not None else default_cache_dir()
+    models = _converted_models(folder)
     if not (folder / CACHE_FILE).is_file():
-        console.print(f"no embedding cache at {folder / CACHE_FILE} (empty)", highlight=False)
+        console.print(f"no embedding cache at {folder / CACHE_FILE} (no vectors)", highlight=False)
+        _print_models(models)
         return
     with EmbeddingCache(folder, "") as cache:
         info = cache.info()
     table = Table(title=f"embedding cache {info.path}")
     table.add_column("model setting")
     table.add_column("vectors", justify="right")
-    for fingerprint, (identity, count) in sorted(info.models.items(), key=lambda kv: -kv[1][1]):
+    held = {fingerprint: entry for fingerprint, entry in info.models.items() if entry[1]}  # all evicted: not shown
+    for fingerprint, (identity, count) in sorted(held.items(), key=lambda kv: -kv[1][1]):
         settings = json.loads(identity)
         run = ", ".join([settings.get("precision", "?")] + ([settings["backend"]] if "backend" in settings else []))
         label = f"{settings.get('model', '?')} ({run}, {fingerprint})"
@@ -45,7 +48,10 @@ def info_command(cache_dir: CacheDirOpt = None) -> None:
     console.print(table)
     console.print(f"size {info.bytes_used / 2**20:,.1f} MiB of a {info.limit_bytes / 2**30:g} GiB limit "
                   "(least recently used vectors are evicted past it; set it with --cache-limit-gb)", highlight=False)
-    models = _converted_models(folder)
+    _print_models(models)
+
+
+def _print_models(models: Path) -> None:
     if models.is_dir():
         console.print(f"converted models {_size(models) / 2**20:,.1f} MiB in {models} (OpenVINO, one per model "
                       "setting; outside the limit; odqa cache clear removes them)", highlight=False)
@@ -70,14 +76,15 @@ def clear_command(cache_dir: CacheDirOpt = None) -> None:
     from odqa.embed.cache import CACHE_FILE, EmbeddingCache, default_cache_dir
 
     folder = cache_dir if cache_dir is not None else default_cache_dir()
+    models = _converted_models(folder)
+    converted = _size(models) if models.is_dir() else 0
+    shutil.rmtree(models, ignore_errors=True)
+    cleared = f" and the converted models ({converted / 2**20:,.1f} MiB in {models})" if converted else ""
     if not (folder / CACHE_FILE).is_file():
-        console.print(f"no embedding cache at {folder / CACHE_FILE}: nothing to clear", highlight=False)
+        console.print(f"no embedding cache at {folder / CACHE_FILE}: no vectors to clear{cleared}", highlight=False)
         return
     with EmbeddingCache(folder, "") as cache:
         before = cache.info()
         cache.clear()
-    models = _converted_models(folder)
-    converted = _size(models) if models.is_dir() else 0
-    shutil.rmtree(models, ignore_errors=True)
     console.print(f"cleared {before.vectors:,} vectors ({before.bytes_used / 2**20:,.1f} MiB) from {before.path}"
-                  + (f" and the converted models ({converted / 2**20:,.1f} MiB)" if converted else ""), highlight=False)
+                  + cleared, highlight=False)
