@@ -23,7 +23,7 @@ from odqa._optional import require
 from odqa.config import EmbedConfig
 from odqa.embed import Encoder
 from odqa.embed.encoder import Progress
-from odqa.errors import ConfigError, OdqaError
+from odqa.errors import ConfigError, OdqaError, OutputError
 from odqa.ray.config import RayConfig
 
 __all__ = ["EncoderActor", "RayEncoder"]
@@ -40,7 +40,10 @@ class EncoderActor:
         self.encoder: Encoder | None = None
         self.error: OdqaError | None = None
         try:
-            self.encoder = Encoder(config)
+            try:
+                self.encoder = Encoder(config)
+            except OutputError:  # the cache folder cannot be written on this node: convert the model in memory
+                self.encoder = Encoder(replace(config, cache_dir=""))
         except OdqaError as exc:  # a model this node cannot load, say
             self.error = exc  # raised with the first slice: Ray keeps an __init__ error as text only
 
@@ -116,7 +119,10 @@ class RayEncoder(Encoder):
             # CPU batch size; with GPU actors, on this machine's GPU if it has one, with torch (the actors' backend).
             backend = "torch" if self._gpu and config.backend == "auto" else config.backend
             super().__init__(replace(config, device="cpu" if not self._gpu else None, backend=backend))
-            self.actor_config = replace(self.config, device=device, batch_size=self.batch_size, cache_dir="")
+            # The actors share the driver's cache folder for the converted OpenVINO model (read back in a fraction
+            # of a second, where converting takes seconds per pipeline); vectors are cached by the driver alone.
+            self.actor_config = replace(self.config, device=device, batch_size=self.batch_size,
+                                        cache_dir=str(self.cache_dir) if self.cache_dir is not None else "")
         except BaseException:
             self._shutdown()
             raise
