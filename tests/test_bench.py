@@ -43,17 +43,20 @@ def test_overlap_of_top_k_sets() -> None:
     assert refine.overlap([["a", "b"], ["c", "d"]], [["b", "a"], ["c", "e"]]) == pytest.approx(0.75)
 
 
-def _throughput(unique: float, timeqa: float, agree: float) -> dict[str, Any]:
-    return {"unique": {"speedup": unique, "top10_overlap": agree}, "timeqa": {"speedup": timeqa, "top10_overlap": 1},
+def _throughput(unique: float, timeqa: float, agree: float, warm: float = 200.0) -> dict[str, Any]:
+    return {"unique": {"speedup": unique, "top10_overlap": agree},
+            "timeqa": {"speedup": timeqa, "converted_speedup": timeqa * 1.5, "warm_speedup": warm,
+                       "top10_overlap": 1},
             "share_of_peak": {"fp32": 0.5, "bf16": 0.4}}
 
 
 def test_throughput_floors_fail_below_and_pass_at_or_above() -> None:
-    floors = {"_note": "x", "unique_speedup": 3.0, "timeqa_speedup": 50.0, "top10_overlap": 0.99,
-              "share_of_peak": 0.3}
+    floors = {"_note": "x", "unique_speedup": 3.0, "timeqa_speedup": 50.0, "timeqa_converted_speedup": 75.0,
+              "timeqa_warm_speedup": 150.0, "top10_overlap": 0.99, "share_of_peak": 0.3}
     assert refine.check(_throughput(3.0, 50.0, 0.99), floors) == []
-    failures = refine.check(_throughput(2.9, 60.0, 0.98), floors)
+    failures = refine.check(_throughput(2.9, 60.0, 0.98, warm=80.0), floors)
     assert [f.split(":")[0] for f in failures] == ["refine throughput unique_speedup",
+                                                  "refine throughput timeqa_warm_speedup",
                                                   "refine throughput top10_overlap"]
 
 

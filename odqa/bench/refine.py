@@ -303,6 +303,8 @@ def check(results: dict[str, Any], floors: dict[str, float]) -> list[str]:
     figures = {
         "unique_speedup": results["unique"]["speedup"],
         "timeqa_speedup": results["timeqa"]["speedup"],
+        "timeqa_converted_speedup": results["timeqa"]["converted_speedup"],
+        "timeqa_warm_speedup": results["timeqa"]["warm_speedup"],
         "top10_overlap": min(results["unique"]["top10_overlap"], results["timeqa"]["top10_overlap"]),
         "share_of_peak": max(results["share_of_peak"].values()),
     }
