@@ -282,8 +282,8 @@ class Encoder:
             self._open_cache()
             if self.backend == "openvino":
                 self._openvino = self._compile()
-            if self._openvino is None:
-                self.model = self._load() if self.model is None else self.model
+            if self._openvino is None and self.model is None:  # torch runs it (and did not load it to convert)
+                self.model = self._load()
         except BaseException:
             self.close()
             raise

@@ -76,7 +76,8 @@ def _tokenizer(model: Any) -> Any:
 
 def _example_input(model: Any) -> dict[str, Any]:
     """Two texts of different lengths, so the traced graph includes padding under the attention mask."""
-    features = model.preprocess(["an example input", "a longer example input, padded to its length in a batch"])
+    preprocess = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6.x, 5.x
+    features = preprocess(["an example input", "a longer example input, padded to its length in a batch"])
     return {name: value for name, value in features.items() if name in ("input_ids", "attention_mask",
                                                                           "token_type_ids")}
 
