@@ -9,6 +9,7 @@ Every error odqa raises on purpose derives from ``OdqaError``; the CLI catches t
     │   └── IndexMismatchError an index used with another model, dimension or corpus than it was built with
     ├── InputError             unreadable or malformed input file, bad record
     │   ├── FormatError        a record that does not fit the expected schema (carries file and line)
+    │   ├── NoPositiveError    training questions none of whose candidates holds a gold answer
     │   └── IndexFormatError   an index folder that is incomplete, damaged, or written by a newer odqa
     ├── OutputError            an output path that cannot be written
     ├── ModelError             a model that cannot be loaded (missing weights, no hub access)
@@ -30,6 +31,7 @@ __all__ = [
     "IndexMismatchError",
     "InputError",
     "ModelError",
+    "NoPositiveError",
     "OdqaError",
     "OutputError",
     "ResourceError",
@@ -58,6 +60,10 @@ class FormatError(InputError):
         if self.path is not None:
             where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
         super().__init__(where + message)
+
+
+class NoPositiveError(InputError):
+    """Training data where no question has a candidate passage holding its gold answer: nothing to learn from."""
 
 
 class IndexFormatError(InputError):
