@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -200,6 +201,25 @@ def test_past_its_limit_the_cache_evicts_the_least_recently_used(tmp_path: Path)
         assert not cache.get_many(["t0-0", "t0-1"])  # the oldest, never read again, were evicted
         assert cache.get_many(["t39-0"])  # the newest stayed
         assert 0 < info.vectors < 1 + 40 * 20
+
+
+def test_eviction_frees_down_to_its_target_so_it_does_not_run_on_every_write(tmp_path: Path) -> None:
+    from odqa.embed.cache import _EVICT_TO
+
+    limit = 256 << 10
+    with EmbeddingCache(tmp_path, "fp", limit_bytes=limit) as cache:
+        used, vectors = [], []
+        for round_ in range(150):  # fill past the limit a few times over, a few vectors at a time
+            cache.put_many({f"t{round_}-{i}": _vector(f"t{round_}-{i}") for i in range(8)})
+            info = cache.info()
+            used.append(info.bytes_used)
+            vectors.append(info.vectors)
+        evictions = [i for i in range(1, len(vectors)) if vectors[i] < vectors[i - 1] + 8]
+        assert evictions, "the limit was never reached: the test proves nothing"
+        for i in evictions:
+            assert used[i] <= _EVICT_TO * limit, (i, used[i], limit)  # down to the target, not just under the limit
+        # between two evictions the file grows by whole writes again: eviction does not run on nearly every write
+        assert all(later - earlier >= 3 for earlier, later in itertools.pairwise(evictions))
 
 
 def _fill(folder: str, worker: int) -> int:

@@ -197,13 +197,17 @@ class EmbeddingCache:
         return int(pages * self._db.execute("PRAGMA page_size").fetchone()[0])
 
     def _evict(self) -> None:
-        """Drop least recently used vectors until the file is under ``_EVICT_TO`` of the limit (in a transaction)."""
+        """Past the limit, drop least recently used vectors until the file is under ``_EVICT_TO`` of it (in a
+        transaction): freeing only to the limit would, with partly emptied pages, evict again on the next write."""
         used = self._bytes_used()
-        while used > self.limit_bytes:
+        if used <= self.limit_bytes:
+            return
+        target = _EVICT_TO * self.limit_bytes
+        while used > target:
             count = self._db.execute("SELECT count(*) FROM vectors").fetchone()[0]
             if not count:
                 return
-            excess = used - _EVICT_TO * self.limit_bytes
+            excess = used - target
             drop = max(1, min(count, int(count * excess / used) + 1))
             self._db.execute("DELETE FROM vectors WHERE key IN (SELECT key FROM vectors ORDER BY used LIMIT ?)",
                              (drop,))
