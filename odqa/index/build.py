@@ -59,22 +59,70 @@ def index_settings(config: IndexConfig, encoder: Encoder | None) -> dict[str, An
     return dense_settings(config, encoder)
 
 
+# What a build writes besides the files its manifest lists: temporary files of atomic writes (and staging folders)
+# left by a kill mid-write, shard files written but not yet listed, and the CLI's resolved config.
+_STAGING = (".*.tmp", "shards/.*.tmp", "shards/[0-9][0-9][0-9][0-9][0-9].*", "build.config.json")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _own_files(out: Path) -> list[Path]:
+    """Every file of the odqa index in ``out`` (listed in its manifest, or a staging name), nothing else.
+
+    Anything but a valid odqa manifest (another program's ``manifest.json``), or a manifest naming a file outside
+    ``out``, is an :class:`OutputError`: nothing is removed then.
+    """
+    try:
+        manifest = read_manifest(out)
+    except InputError as exc:  # IndexFormatError, or FormatError for a file that is not JSON
+        raise OutputError(f"{out}: its {MANIFEST} is not an odqa index manifest ({exc}); --overwrite replaces only "
+                          "an odqa index; choose another --out folder") from exc
+    root = out.resolve()
+    listed = [entry.name for shard in manifest.shards for entry in shard.files.values()]
+    listed += [entry.name for entry in manifest.index_files.values()]
+    paths = []
+    for name in listed:
+        path = out / name
+        if not path.resolve().is_relative_to(root) or path.resolve() == root:
+            raise OutputError(f"{out}: its {MANIFEST} names a file outside the folder ({name!r}); not removing "
+                              "anything: delete the folder yourself or choose another --out folder")
+        paths.append(path)
+    return [*paths, *(p for pattern in _STAGING for p in out.glob(pattern))]
+
+
+def _clear(out: Path) -> None:
+    """Remove the odqa index in ``out``: its own files, its emptied subfolders, then its manifest (last, so a
+    kill midway leaves a folder that is still recognised as an index)."""
+    own = _own_files(out)
+    for path in own:
+        _remove(path)
+    for folder in sorted({p.parent for p in own if p.parent != out}, key=lambda p: -len(p.parts)):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    (out / MANIFEST).unlink()
+
+
 def _resume(out: Path, config: IndexConfig, settings: dict[str, Any], overwrite: bool) -> Manifest:
     """The manifest to continue from: a fresh one, or the interrupted build's minus any damaged shard."""
+    fresh = Manifest(kind=config.kind, settings=settings, shard_size=config.shard_size)
     if overwrite and (out / MANIFEST).is_file():
-        shutil.rmtree(out)  # an index folder holds nothing but the index
+        _clear(out)
+        write_manifest(out, fresh)  # the user's own files, if any, stay beside the new index
+        return fresh
     if not (out / MANIFEST).is_file():
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise OutputError(f"{out} exists and is not an odqa index; choose an empty or new --out folder")
-        manifest = Manifest(kind=config.kind, settings=settings, shard_size=config.shard_size)
-        write_manifest(out, manifest)  # from now on a rerun resumes, even if killed before the first shard
-        return manifest
+        write_manifest(out, fresh)  # from now on a rerun resumes, even if killed before the first shard
+        return fresh
     manifest = read_manifest(out)
-    for stray in [*out.glob(".*.tmp"), *out.glob("shards/.*.tmp")]:  # left by a build killed mid-write
-        if stray.is_dir():
-            shutil.rmtree(stray)
-        else:
-            stray.unlink()
+    for pattern in _STAGING[:2]:  # left by a build killed mid-write
+        for stray in out.glob(pattern):
+            _remove(stray)
     if manifest.complete:
         raise OutputError(f"{out} already holds a complete index; pass --overwrite to rebuild it, or choose "
                           "another --out folder")
@@ -109,6 +157,11 @@ def build_index(
     out = Path(out)
     config = config or IndexConfig()
     manifest = _resume(out, config, index_settings(config, encoder), overwrite)
+    terms = None
+    if config.kind == "bm25":
+        from odqa.index.bm25_shards import TermShards
+
+        terms = TermShards(out, manifest.shards)  # the vocabulary of the shards already written
     stream = iter(passages)
     number = 0
     while batch := list(itertools.islice(stream, config.shard_size)):
@@ -125,6 +178,8 @@ def build_index(
                 from odqa.index.dense import write_vectors
 
                 files["vectors"] = write_vectors(out, number, encoder.encode_passages(batch))
+            if terms is not None:
+                files.update(terms.write(number, batch))
             manifest.shards.append(Shard(index=number, count=len(batch), digest=digest, files=files))
             write_manifest(out, manifest)
         if progress is not None:
@@ -145,9 +200,9 @@ def build_index(
 
             manifest.index_files = build_faiss(out, manifest, config)
         else:
-            from odqa.index.sparse import build_bm25
+            from odqa.index.bm25_shards import assemble_bm25
 
-            manifest.index_files = build_bm25(out, store)
+            manifest.index_files = assemble_bm25(out, manifest.shards)
     finally:
         store.close()
     manifest.complete = True
