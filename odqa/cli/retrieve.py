@@ -29,7 +29,7 @@ def retrieve_command(
     fuse: Annotated[Literal["rrf", "weighted"] | None, typer.Option(
         help="How several indexes are fused (default rrf).")] = None,
     weight: Annotated[list[float] | None, typer.Option(
-        "--weight", help="Weighted fusion: one weight per --index, in order (default equal).")] = None,
+        "--weight", help="With --fuse weighted only: one weight per --index, in order (default equal).")] = None,
     depth: Annotated[int | None, typer.Option(help="Passages asked of each index before fusion (default k).")
                      ] = None,
     batch_size: Annotated[int | None, typer.Option(help="Questions searched together (default 256).")] = None,

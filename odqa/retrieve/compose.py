@@ -8,19 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
 
 from odqa.errors import ConfigError, InputError
 from odqa.index.manifest import MANIFEST, read_manifest
 from odqa.io import read_fid
 from odqa.records import Example, Hit, Passage
-from odqa.retrieve.fusion import fuse_rrf, fuse_weighted
+from odqa.retrieve.fusion import Fusion, check_fusion, fuse_rrf, fuse_weighted
 from odqa.retrieve.protocol import Retriever
 
 __all__ = ["Fused", "Fusion", "StaticRetriever", "load_retriever"]
-
-Fusion = Literal["rrf", "weighted"]
-
 
 class Fused:
     """Fuses the hit lists of several retrievers; each is asked for ``depth`` hits (default: ``k``)."""
@@ -35,11 +31,8 @@ class Fused:
     ) -> None:
         if len(retrievers) < 2:
             raise ConfigError(f"Fused needs at least two retrievers, got {len(retrievers)}")
-        if fusion not in ("rrf", "weighted"):
-            raise ConfigError(f"fusion {fusion!r} is not valid; choose one of: rrf, weighted")
-        self.weights = tuple(weights) if weights is not None else (1.0,) * len(retrievers)
-        if len(self.weights) != len(retrievers):
-            raise ConfigError(f"{len(retrievers)} retrievers but {len(self.weights)} weights; give one per retriever")
+        check_fusion(fusion, weights or (), len(retrievers))
+        self.weights = tuple(weights) if weights else (1.0,) * len(retrievers)
         self.retrievers = retrievers
         self.fusion = fusion
         self.rrf_k = rrf_k

@@ -10,13 +10,30 @@ nothing from that scorer under RRF and 0 (the scorer's minimum) under weighted f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
 from odqa.errors import ConfigError
 from odqa.records import Hit, Passage
 
-__all__ = ["fuse_rrf", "fuse_weighted", "minmax", "reciprocal_rank_fusion", "top_k", "weighted_fusion"]
+__all__ = ["Fusion", "check_fusion", "fuse_rrf", "fuse_weighted", "minmax", "reciprocal_rank_fusion", "top_k",
+           "weighted_fusion"]
+
+Fusion = Literal["rrf", "weighted"]
+
+
+def check_fusion(fusion: str, weights: Sequence[float], count: int) -> None:
+    """The rule for fusing ``count`` retrievers: a known fusion; weights (optional) only with weighted fusion, since
+    RRF fuses ranks and would ignore them, and then one per retriever."""
+    if fusion not in ("rrf", "weighted"):
+        raise ConfigError(f"fusion {fusion!r} is not valid; choose one of: rrf, weighted")
+    if weights and fusion != "weighted":
+        raise ConfigError(f"weights apply to weighted fusion only; pass --fuse weighted with --weight, or drop "
+                          f"--weight ({fusion} fusion uses ranks, not weights)")
+    if weights and len(weights) != count:
+        raise ConfigError(f"{count} retrievers but {len(weights)} weights; give one weight per retriever (per "
+                          "--index, in order)")
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from odqa.config import RerankConfig, write_resolved
 from odqa.errors import ConfigError, InputError
@@ -22,6 +22,7 @@ from odqa.io import CtxKey
 from odqa.pipeline import Progress, recall_ks, write_results
 from odqa.records import Example
 from odqa.refine import Refined
+from odqa.retrieve.fusion import Fusion, check_fusion
 from odqa.retrieve.protocol import Retriever
 
 __all__ = ["RetrieveConfig", "RetrieveSummary", "open_retriever", "retrieve", "retrieve_to_file"]
@@ -32,13 +33,13 @@ class RetrieveConfig:
     """Which indexes to search and how: ``k`` passages per question, fused when there are several indexes.
 
     ``depth`` passages are asked of each index before fusion cuts to ``k``; ``None`` means ``k``. ``weights``
-    (one per index, default equal) apply to weighted fusion only. ``rerank.model`` turns on a cross-encoder over
-    the first stage's top ``rerank.top_n``.
+    (one per index, default equal) are for weighted fusion only (refused with RRF). ``rerank.model`` turns on a
+    cross-encoder over the first stage's top ``rerank.top_n``.
     """
 
     indexes: tuple[str, ...] = ()
     k: int = 100
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    fusion: Fusion = "rrf"
     weights: tuple[float, ...] = ()
     rrf_k: float = 60.0
     depth: int | None = None
@@ -58,11 +59,7 @@ class RetrieveConfig:
             raise ConfigError(f"depth must be >= k={self.k}, got {self.depth}")
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.fusion not in ("rrf", "weighted"):
-            raise ConfigError(f"fusion {self.fusion!r} is not valid; choose one of: rrf, weighted")
-        if self.weights and len(self.weights) != len(self.indexes):
-            raise ConfigError(f"{len(self.indexes)} index(es) but {len(self.weights)} weight(s); give one weight per "
-                              "index, in the order of --index")
+        check_fusion(self.fusion, self.weights, len(self.indexes))
         if self.ctx_key not in ("ctxs", "passages"):
             raise ConfigError(f"ctx_key {self.ctx_key!r} is not valid; choose one of: ctxs, passages")
 

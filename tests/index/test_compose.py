@@ -94,8 +94,8 @@ def test_fused_composes_any_retrievers_and_asks_each_for_depth() -> None:
     assert [h.passage.id for h in weighted.search(["q"], 1)[0]] == ["c"]
     with pytest.raises(ConfigError, match="at least two retrievers"):
         Fused(first)
-    with pytest.raises(ConfigError, match="2 retrievers but 3 weights"):
-        Fused(first, second, weights=[1, 2, 3])
+    with pytest.raises(ConfigError, match="2 retrievers but 3 weights; give one weight per retriever"):
+        Fused(first, second, fusion="weighted", weights=[1, 2, 3])
     with pytest.raises(ConfigError, match="fusion 'max' is not valid"):
         Fused(first, second, fusion="max")  # type: ignore[arg-type]
 
@@ -134,3 +134,15 @@ def test_shipped_yaml_spells_out_the_defaults(name: str, cls: str) -> None:
 
     config_cls = getattr(odqa, cls)
     assert load_config(config_cls, Path(__file__).parents[2] / "configs" / name) == config_cls()
+
+
+def test_weights_are_refused_under_rrf() -> None:
+    """RRF fuses ranks and takes no weights: a weight given with it would be silently ignored."""
+    from odqa.retrieve.run import RetrieveConfig
+
+    with pytest.raises(ConfigError, match=r"weights apply to weighted fusion only; pass --fuse weighted with "
+                                          r"--weight, or drop --weight"):
+        RetrieveConfig(indexes=("a", "b"), weights=(1.0, 2.0))
+    assert RetrieveConfig(indexes=("a", "b"), weights=(1.0, 2.0), fusion="weighted").weights == (1.0, 2.0)
+    with pytest.raises(ConfigError, match="weights apply to weighted fusion only"):
+        Fused(Fixed(A), Fixed(B), weights=[1.0, 2.0])
