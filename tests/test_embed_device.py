@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from odqa.config import EmbedConfig
@@ -69,13 +71,77 @@ def test_no_device_leaves_the_choice_to_sentence_transformers(no_model_load: typ
         Encoder(EmbedConfig(model="minilm", cache_dir=""))
 
 
+def cpu_reports(monkeypatch: pytest.MonkeyPatch, capabilities: list[str] | None) -> None:
+    """Pretend OpenVINO reports these CPU capabilities (None: OpenVINO is not installed)."""
+    import importlib
+    from types import SimpleNamespace
+
+    class Core:
+        def get_property(self, device: str, name: str) -> list[str]:
+            assert (device, name) == ("CPU", "OPTIMIZATION_CAPABILITIES")
+            return list(capabilities or ())
+
+    real = importlib.import_module
+
+    def import_module(name: str, package: str | None = None) -> Any:
+        if name != "openvino":
+            return real(name, package)
+        if capabilities is None:
+            raise ImportError("No module named 'openvino'")
+        return SimpleNamespace(Core=Core, __name__="openvino")
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+
+
+NATIVE = ["FP32", "BF16", "INT8", "BIN"]  # what OpenVINO reports on a CPU with AVX-512 BF16 or AMX
+AVX2 = ["FP32", "INT8", "BIN", "EXPORT_IMPORT"]  # what it reports on this build machine
+
+
 def test_auto_precision_is_the_fastest_measured_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    from odqa.embed import encoder as encoder_module
     from odqa.embed import resolve_precision
 
     assert resolve_precision("fp16", "cpu") == "fp16"  # an explicit choice is kept
     assert resolve_precision("auto", "cuda:0") == "fp16"
     assert resolve_precision("auto", "mps") == "fp32"
-    for native, expected in ((True, "bf16"), (False, "fp32")):
-        monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda native=native: native)
+    for capabilities, expected in ((NATIVE, "bf16"), (AVX2, "fp32"), (None, "fp32")):
+        cpu_reports(monkeypatch, capabilities)
         assert resolve_precision("auto", "cpu") == expected
+
+
+def test_cpu_bf16_is_what_openvino_reports_and_no_where_it_is_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from odqa.embed.openvino import cpu_bf16, supports
+
+    for capabilities, native in ((NATIVE, True), (AVX2, False), (None, False)):
+        cpu_reports(monkeypatch, capabilities)
+        assert cpu_bf16() is native
+        assert supports("bf16") is native and supports("fp32") is (capabilities is not None)
+
+
+@pytest.mark.parametrize(("capabilities", "match"), [
+    (AVX2, r"precision 'bf16' would run emulated on this CPU .*OpenVINO reports no AVX-512 BF16 or AMX.*"
+           r"pass --precision auto or fp32"),
+    (None, r"precision 'bf16' would run emulated on this CPU .*OpenVINO, which odqa asks, is not installed.*"
+           r"pass --precision auto or fp32"),
+])
+def test_bf16_on_a_cpu_without_it_is_refused_in_one_line_before_the_model_loads(
+    capabilities: list[str] | None, match: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cpu_reports(monkeypatch, capabilities)
+    for backend in ("auto", "torch", "openvino"):
+        with pytest.raises(ConfigError, match=match) as caught:
+            Encoder(EmbedConfig(model="minilm", cache_dir="", device="cpu", precision="bf16",
+                                backend=backend))  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value)
+
+
+def test_bf16_runs_where_the_device_computes_it(monkeypatch: pytest.MonkeyPatch,
+                                                no_model_load: type[Exception]) -> None:
+    from odqa.embed import resolve_precision
+
+    cpu_reports(monkeypatch, NATIVE)
+    assert resolve_precision("bf16", "cpu") == "bf16"
+    with pytest.raises(no_model_load):  # accepted: the encoder goes on to load its model
+        Encoder(EmbedConfig(model="minilm", cache_dir="", device="cpu", precision="bf16", backend="torch"))
+    cpu_reports(monkeypatch, AVX2)
+    machine(monkeypatch, 1)
+    assert resolve_precision("bf16", "cuda:0") == "bf16"  # GPUs are not this CPU check's concern

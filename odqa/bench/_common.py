@@ -37,11 +37,11 @@ def say(message: str) -> None:
 def machine() -> dict[str, Any]:
     import torch
 
-    from odqa.embed.encoder import cpu_has_bf16
+    from odqa.embed.openvino import cpu_bf16
 
     return {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
             "platform": platform.platform(), "torch": torch.__version__,
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu_bf16": cpu_has_bf16(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu_bf16": cpu_bf16(),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 

@@ -138,8 +138,7 @@ _UNIQUE_RUNS = (("odqa torch fp32 (batching only)", "torch", "fp32"), ("odqa tor
 
 
 def bench_unique(reference_model: Any, examples: Sequence[Example]) -> dict[str, Any]:
-    from odqa.embed.encoder import cpu_has_bf16
-    from odqa.embed.openvino import import_openvino
+    from odqa.embed.openvino import cpu_bf16, import_openvino
 
     total, distinct = _passages(examples)
     say(f"unique: {len(examples)} questions, {total} passages ({distinct} distinct)")
@@ -148,7 +147,7 @@ def bench_unique(reference_model: Any, examples: Sequence[Example]) -> dict[str,
     naive_s = time.perf_counter() - started
     rows: dict[str, Any] = {"naive (fp32, per question)": {"seconds": naive_s, "top10_overlap": 1.0}}
     for label, backend, precision in _UNIQUE_RUNS:
-        if (precision == "bf16" and not cpu_has_bf16()) or (backend == "openvino" and import_openvino() is None):
+        if (precision == "bf16" and not cpu_bf16()) or (backend == "openvino" and import_openvino() is None):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             # A first run on one question warms the process, and does the OpenVINO conversion, a one-off per model
@@ -237,11 +236,10 @@ def bench_formats(model: Any, texts: Sequence[str], batch_sizes: Sequence[int], 
     import torch
 
     from odqa.embed import get_preset
-    from odqa.embed.encoder import cpu_has_bf16
-    from odqa.embed.openvino import OpenVinoModel, convert, import_openvino
+    from odqa.embed.openvino import OpenVinoModel, convert, cpu_bf16, import_openvino
 
     flops = encoder_flops(model, texts)
-    bf16 = cpu_has_bf16()
+    bf16 = cpu_bf16()
     runners: dict[str, Any] = {}
     for fmt in ("fp32", "bf16") if bf16 else ("fp32",):
         def torch_encode(batch: Sequence[str], size: int, fmt: str = fmt) -> Any:

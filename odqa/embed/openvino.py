@@ -26,8 +26,8 @@ import numpy as np
 
 from odqa.config import Pooling, Precision
 
-__all__ = ["IR_FILE", "MODELS_DIR", "TOKENIZER_FILE", "Converted", "OpenVinoModel", "convert", "import_openvino",
-           "is_converted", "read_converted", "supports"]
+__all__ = ["IR_FILE", "MODELS_DIR", "TOKENIZER_FILE", "Converted", "OpenVinoModel", "convert", "cpu_bf16",
+           "import_openvino", "is_converted", "read_converted", "supports"]
 
 IR_FILE = "model.xml"  # with model.bin beside it
 TOKENIZER_FILE = "tokenizer.json"
@@ -43,12 +43,18 @@ def import_openvino() -> ModuleType | None:
         return None
 
 
-def supports(openvino: ModuleType, precision: str) -> bool:
-    """Whether this CPU runs ``precision`` natively under OpenVINO (bf16 elsewhere would silently run as f32)."""
-    if precision not in _HINTS:
-        return False
-    capabilities = openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-    return precision == "fp32" or "BF16" in capabilities
+def cpu_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX-512 BF16, AMX), as OpenVINO's CPU plugin reports it: the one
+    place odqa asks. Where OpenVINO is not installed the answer is no (``auto`` picks fp32, ``bf16`` is refused):
+    no other source covers every platform (torch's CPU capability never names BF16 or AMX; /proc/cpuinfo is Linux's
+    only, with other flag names on Arm)."""
+    openvino = import_openvino()
+    return openvino is not None and "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def supports(precision: str) -> bool:
+    """Whether OpenVINO runs ``precision`` natively on this CPU (bf16 elsewhere would silently run as f32)."""
+    return import_openvino() is not None and (precision == "fp32" or (precision == "bf16" and cpu_bf16()))
 
 
 @dataclass(frozen=True)
