@@ -156,7 +156,12 @@ def build_index(
     """
     out = Path(out)
     config = config or IndexConfig()
-    manifest = _resume(out, config, index_settings(config, encoder), overwrite)
+    settings = index_settings(config, encoder)
+    if config.kind == "dense":
+        from odqa.index.dense import new_index
+
+        new_index(config.faiss, int(settings["dimension"]))  # a factory that cannot work fails before any encoding
+    manifest = _resume(out, config, settings, overwrite)
     terms = None
     if config.kind == "bm25":
         from odqa.index.bm25_shards import TermShards

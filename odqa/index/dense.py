@@ -21,20 +21,17 @@ from odqa.io import atomic_write
 if TYPE_CHECKING:
     from odqa.embed import Encoder
 
-__all__ = ["FAISS_FILE", "build_faiss", "dense_settings", "load_faiss", "shard_vectors", "write_vectors"]
+__all__ = ["FAISS_FILE", "build_faiss", "dense_settings", "load_faiss", "new_index", "shard_vectors", "write_vectors"]
 
 FAISS_FILE = "faiss.index"
 _ADD_ROWS = 65_536  # vectors handed to FAISS at a time while adding
 
 
 def dense_settings(config: IndexConfig, encoder: Encoder) -> dict[str, Any]:
-    """The model settings and FAISS layout a dense index is built with (recorded in its manifest)."""
-    preset = encoder.preset
+    """The model settings and FAISS layout a dense index is built with (recorded in its manifest): the encoder's
+    :class:`~odqa.embed.VectorSpec` (what ran, and the digest of a local model folder), its preset and score."""
     return {
-        "preset": preset.name, "model": preset.model, "pooling": preset.pooling, "normalize": preset.normalize,
-        "query_prefix": preset.query_prefix, "passage_prefix": preset.passage_prefix,
-        "max_seq_length": preset.max_seq_length, "precision": encoder.config.precision,
-        "backend": encoder.config.backend, "score": preset.score,
+        "preset": encoder.preset.name, **encoder.spec.to_json(), "score": encoder.preset.score,
         "dimension": encoder.dimension, "metric": "inner_product", "faiss": config.faiss,
         "train_size": config.train_size,
     }
@@ -82,16 +79,27 @@ def _training_sample(folder: Path, manifest: Manifest, size: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def new_index(factory: str, dimension: int) -> Any:
+    """The empty FAISS index of ``factory`` (inner product); a factory that cannot work here is a ConfigError.
+
+    Called before any encoding, so a bad ``--faiss`` fails in a second, not after the corpus is embedded. IDMap is
+    refused: an index's rows are its passages' positions in the store, which an id map would replace.
+    """
+    faiss = require("faiss", "index")
+    if "idmap" in factory.lower():
+        raise ConfigError(f"FAISS factory {factory!r}: IDMap is not supported (a hit's row is its passage's place in "
+                          f"the index); drop the IDMap prefix, e.g. {factory.split(',', 1)[-1]!r}")
+    try:
+        return faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ConfigError(f"FAISS cannot build {factory!r} for {dimension}-dimensional vectors ({_faiss_error(exc)}); "
+                          "pass a factory string such as 'Flat', 'HNSW32' or 'IVF4096,PQ64'") from exc
+
+
 def build_faiss(folder: Path, manifest: Manifest, config: IndexConfig) -> dict[str, FileEntry]:
     """Train (when the factory string needs it) and fill the FAISS index from the vector shards."""
     faiss = require("faiss", "index")
-    dimension = int(manifest.settings["dimension"])
-    try:
-        index = faiss.index_factory(dimension, config.faiss, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        raise ConfigError(f"FAISS cannot build {config.faiss!r} ({_faiss_error(exc)}); pass a factory string such "
-                          "as 'Flat', 'HNSW32' or 'IVF4096,PQ64'") from exc
-    index, on_gpu = _to_gpu(faiss, index)
+    index, on_gpu = _to_gpu(faiss, new_index(config.faiss, int(manifest.settings["dimension"])))
     if not index.is_trained:
         sample = _training_sample(folder, manifest, config.train_size)
         try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from odqa.errors import OutputError
+from odqa.errors import ConfigError, OutputError
 from odqa.index.build import build_index
 from odqa.index.config import IndexConfig
 from odqa.index.manifest import read_manifest
@@ -74,3 +74,18 @@ def test_overwrite_never_follows_a_manifest_out_of_its_folder(tmp_path: Path, sh
     with pytest.raises(OutputError, match="names a file outside the folder"):
         build_index(short_corpus[:8], out, tiny_config, encoder=encoder, overwrite=True)
     assert precious.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(("factory", "why"), [
+    ("IDMap,Flat", "IDMap"), ("IDMap2,HNSW32", "IDMap"), ("Bogus12", "FAISS cannot build 'Bogus12'"),
+    ("IVF16,PQ7", "FAISS cannot build 'IVF16,PQ7'")])  # PQ7: 32 dimensions are not a multiple of 7
+def test_a_factory_that_cannot_work_is_refused_before_any_encoding(
+        factory: str, why: str, tmp_path: Path, short_corpus: list[Passage], tiny_config: IndexConfig,
+        encoder: Any) -> None:
+    import dataclasses
+
+    encoded = encoder.encoded
+    out = tmp_path / "index"
+    with pytest.raises(ConfigError, match=why):
+        build_index(short_corpus, out, dataclasses.replace(tiny_config, faiss=factory), encoder=encoder)
+    assert encoder.encoded == encoded and not out.exists()  # nothing encoded, nothing written
