@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from odqa.errors import InputError
 from odqa.index.build import build_index
 from odqa.index.config import IndexConfig
 from odqa.index.sparse import K1, B, bm25_text
@@ -91,3 +92,12 @@ def test_interrupted_bm25_build_resumes_to_identical_bytes(tmp_path: Path, corpu
     files = sorted(p.relative_to(bm25_index) for p in bm25_index.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert all((out / f).read_bytes() == (bm25_index / f).read_bytes() for f in files)
+
+
+@pytest.mark.parametrize("texts", [["the of and", "", "is was were"], ["", ""]])
+def test_a_corpus_without_tokens_is_one_typed_error(tmp_path: Path, texts: list[str]) -> None:
+    """Only stop-words or empty texts: nothing for BM25 to index, said in one line (not a bm25s traceback)."""
+    passages = [Passage(f"p{i}", f"d{i}", "", text) for i, text in enumerate(texts)]
+    with pytest.raises(InputError, match="no BM25 terms") as raised:
+        build_index(passages, tmp_path / "index", IndexConfig(kind="bm25"))
+    assert "\n" not in str(raised.value)
