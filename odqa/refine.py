@@ -39,6 +39,7 @@ __all__ = [
     "fid_record",
     "needs_encoder",
     "refine",
+    "rerank_selected",
     "score_passages",
     "select_hits",
 ]
@@ -135,20 +136,17 @@ def distinct_passages(passages: Iterable[Passage]) -> list[Passage]:
     return kept
 
 
-_VECTOR_SETTINGS = ("model", "pooling", "normalize", "query_prefix", "passage_prefix", "max_seq_length")
-
-
 def check_encoder(config: EmbedConfig, encoder: Encoder) -> None:
     """Refuse an encoder that makes other vectors than ``config`` describes, since the config is what gets
-    written next to the output."""
-    from odqa.embed import resolve_model
+    written next to the output (``auto`` precision and backend accept what the encoder resolved them to)."""
+    from odqa.embed import VectorSpec, resolve_model
 
-    wanted, built = resolve_model(config), encoder.preset
+    built = encoder.spec
+    wanted = VectorSpec.of(resolve_model(config),
+                           built.precision if config.precision == "auto" else config.precision,
+                           built.backend if config.backend == "auto" else config.backend, built.model_digest)
     differ = [f"{name} {getattr(built, name)!r} (encoder) vs {getattr(wanted, name)!r} (config)"
-              for name in _VECTOR_SETTINGS if getattr(built, name) != getattr(wanted, name)]
-    for name in ("precision", "backend"):
-        if getattr(config, name) not in ("auto", getattr(encoder, name)):
-            differ.append(f"{name} {getattr(encoder, name)!r} (encoder) vs {getattr(config, name)!r} (config)")
+              for name in built.differing(wanted)]
     if differ:
         raise ConfigError(f"the encoder does not match the refine config's embed settings: {'; '.join(differ)}; "
                           "build it from the same settings: Encoder(config.embed)")
@@ -200,7 +198,7 @@ def refine(
                                 stats, config.k, keep)
                     for ex, ps, sims in zip(block, candidates, similarities, strict=True)]
         if reranker is not None:
-            selected = _rerank(reranker, block, selected, config)
+            selected = rerank_selected(reranker, block, selected, config)
         for ex, hits in zip(block, selected, strict=True):
             yield Refined(ex, hits)
         if progress is not None:
@@ -235,8 +233,8 @@ def select_hits(
     return top_k(passages, score(), keep)
 
 
-def _rerank(reranker: Reranker, block: list[Example], selected: list[list[Hit]], config: RefineConfig
-            ) -> list[list[Hit]]:
+def rerank_selected(reranker: Reranker, block: Sequence[Example], selected: list[list[Hit]], config: RefineConfig
+                    ) -> list[list[Hit]]:
     """Each question's top ``rerank.top_n`` reranked (see :func:`rerank_head`); empty questions keep their order."""
     todo = [i for i, (ex, hits) in enumerate(zip(block, selected, strict=True)) if ex.question.strip() and hits]
     ranked = rerank_head(reranker, [block[i].question for i in todo], [selected[i] for i in todo],

@@ -40,9 +40,18 @@ from odqa.datasets.hybridqa_linking import TableRetriever
 from odqa.errors import ConfigError, InputError
 from odqa.pipeline import Progress, RefineSummary, recall_ks, write_results
 from odqa.records import Example
-from odqa.refine import Refined, RefineStats, check_encoder, needs_encoder, score_passages, select_hits
+from odqa.refine import (
+    Refined,
+    RefineStats,
+    check_encoder,
+    needs_encoder,
+    rerank_selected,
+    score_passages,
+    select_hits,
+)
 from odqa.retrieve.bm25 import bm25_scores
 from odqa.retrieve.fusion import minmax
+from odqa.retrieve.protocol import Reranker
 from odqa.retrieve.temporal import temporal_scores
 from odqa.retrieve.tokenize import Tokenizer, tokenize
 
@@ -160,12 +169,17 @@ def refine_tables(
     stats: RefineStats | None = None,
     progress: Callable[[int], None] | None = None,
     weights: TableHybridWeights | None = None,
+    reranker: Reranker | None = None,
 ) -> Iterator[Refined]:
     """Yield each HybridQA example (from :func:`~odqa.datasets.load_hybridqa`) with its top ``config.k``
     candidates among its table's rows and linked pages. ``encoder`` (built from ``config.embed``) is needed by
-    dense and hybrid, and by table-hybrid when ``weights`` give dense a weight. Candidates are scored whole: rows
-    and page introductions are not chunked."""
+    dense and hybrid, and by table-hybrid when ``weights`` give dense a weight; ``reranker`` (with
+    ``config.rerank.model``) reranks each question's top ``config.rerank.top_n``, as in :func:`odqa.refine.refine`.
+    Candidates are scored whole: rows and page introductions are not chunked."""
     stats = stats if stats is not None else RefineStats()
+    if (reranker is None) != (config.rerank.model is None):
+        raise ConfigError("a reranker goes with config.rerank.model: pass both or neither")
+    keep = max(config.k, config.rerank.top_n) if reranker is not None else config.k
     if config.scorer == "original":
         raise ConfigError("scorer 'original' keeps a given order, which table candidates do not have; choose "
                           "table-hybrid, table, hybrid, bm25 or dense")
@@ -193,9 +207,13 @@ def refine_tables(
             for i, r in enumerate(retrievers):
                 similarities[i] = vectors[offset : offset + len(r.passages)] @ queries[i]
                 offset += len(r.passages)
-        for ex, retriever, sims in zip(block, retrievers, similarities, strict=True):
-            score = functools.partial(table_scores, ex.question, retriever, config, sims, tokens, weights)
-            yield Refined(ex, select_hits(ex, retriever.passages, score, stats, config.k))
+        selected = [select_hits(ex, retriever.passages, functools.partial(
+                        table_scores, ex.question, retriever, config, sims, tokens, weights), stats, config.k, keep)
+                    for ex, retriever, sims in zip(block, retrievers, similarities, strict=True)]
+        if reranker is not None:
+            selected = rerank_selected(reranker, block, selected, config)
+        for ex, hits in zip(block, selected, strict=True):
+            yield Refined(ex, hits)
         if progress is not None:
             progress(len(block))
 
@@ -217,6 +235,7 @@ def refine_tables_to_file(
     *,
     progress: Progress | None = None,
     weights: TableHybridWeights | None = None,
+    reranker: Reranker | None = None,
 ) -> RefineSummary:
     """Refine a HybridQA questions file over its tables (``tables_dir``: WikiTables-WithLinks, with
     ``tables_tok/`` and ``request_tok/``) and write FiD JSON Lines to ``out``, the resolved config beside it.
@@ -235,7 +254,7 @@ def refine_tables_to_file(
 
     def refined() -> Iterator[Refined]:
         examples = load_hybridqa(questions, tables_dir)
-        yield from refine_tables(examples, tables_dir, config, encoder, stats, progress, weights)
+        yield from refine_tables(examples, tables_dir, config, encoder, stats, progress, weights, reranker)
 
     written = write_results(refined(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key,
                             annotate=TableAnnotator(tables_dir))

@@ -111,11 +111,26 @@ def _first_lines(path: Path, n: int) -> list[str]:
         return [line.rstrip("\n") for line in itertools.islice(fh, n)]
 
 
-def test_cli_refine_tables_take_no_reranker(tmp_path: Path, data_dir: Path) -> None:
+def test_cli_refine_tables_rerank_each_questions_top_n(tmp_path: Path, data_dir: Path,
+                                                       tiny_cross_encoder: Path) -> None:
+    from odqa.refine import RefineStats
+    from odqa.tables import refine_tables
+
     root = data_dir / "hybridqa"
-    result = CliRunner().invoke(app, ["refine", str(root / "dev.tables.json"), "--tables",
-                                      str(root / "WikiTables-WithLinks"), "--rerank", "x", "--out",
-                                      str(tmp_path / "o.jsonl")])
-    assert result.exit_code == 1
-    assert result.output.startswith("ConfigError: --rerank reranks passages of each question's candidates")
-    assert not (tmp_path / "o.jsonl").exists()
+    tables, questions = root / "WikiTables-WithLinks", root / "dev.tables.json"
+    plain, reranked = tmp_path / "plain.jsonl", tmp_path / "reranked.jsonl"
+    runner = CliRunner()
+    assert runner.invoke(app, ["refine", str(questions), "--tables", str(tables), "--k", "6", "--out",
+                               str(plain)]).exit_code == 0
+    result = runner.invoke(app, ["refine", str(questions), "--tables", str(tables), "--k", "6", "--out",
+                                 str(reranked), "--rerank", str(tiny_cross_encoder), "--rerank-top", "4"])
+    assert result.exit_code == 0, result.output
+    scorer = CrossEncoderReranker(RerankConfig(model=str(tiny_cross_encoder), device="cpu"))
+    before = list(refine_tables(load_examples(questions, tables), tables, RefineConfig(scorer="table-hybrid", k=6),
+                                stats=RefineStats()))
+    rows = [json.loads(line) for line in reranked.read_text().splitlines()]
+    plain_rows = [json.loads(line) for line in plain.read_text().splitlines()]
+    for item, row, first in zip(before, rows, plain_rows, strict=True):
+        [expected] = scorer.rerank([item.example.question], [item.hits[:4]], k=4)
+        assert [c["id"] for c in row["ctxs"][:4]] == _ids(expected)
+        assert row["ctxs"][4:] == first["ctxs"][4:6]  # past the top 4: first-stage order, kinds and cells kept

@@ -99,7 +99,6 @@ def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None,
     """Read the input (its first record before the slow model load), then refine with a progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from odqa.errors import ConfigError
     from odqa.inputs import load_examples
     from odqa.pipeline import refine_to_file
     from odqa.refine import needs_encoder
@@ -107,9 +106,6 @@ def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None,
     if tables is not None:
         from odqa.tables import refine_tables_to_file
 
-        if cfg.rerank.model is not None:
-            raise ConfigError("--rerank reranks passages of each question's candidates; --tables ranks table rows "
-                              "with their linked passages and takes no reranker: drop --rerank or --tables")
         run = functools.partial(refine_tables_to_file, source, tables, out, cfg)
     else:
         run = functools.partial(refine_to_file, load_examples(source), out, cfg)
