@@ -13,6 +13,7 @@ from odqa.cli import read as _read  # noqa: F401
 from odqa.cli import refine as _refine  # noqa: F401
 from odqa.cli import report as _report  # noqa: F401
 from odqa.cli import retrieve as _retrieve  # noqa: F401
+from odqa.cli import train as _train  # noqa: F401
 from odqa.cli._app import app
 
 __all__ = ["app", "main"]
