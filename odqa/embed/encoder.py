@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from odqa._optional import require
-from odqa.config import Backend, EmbedConfig, Precision
+from odqa.config import Backend, EmbedConfig, EmbedPrecision, Precision
 from odqa.embed.cache import EmbeddingCache, default_cache_dir
 from odqa.embed.openvino import (
     MODELS_DIR,
@@ -34,10 +34,14 @@ from odqa.embed.openvino import (
     supports,
 )
 from odqa.embed.presets import PRESETS, Preset, get_preset, passage_text, query_text
+from odqa.embed.spec import VectorSpec, folder_digest
 from odqa.errors import ConfigError, DependencyError, ModelError
 from odqa.records import Passage
 
-__all__ = ["Encoder", "check_device", "resolve_backend", "resolve_model", "resolve_precision"]
+__all__ = [
+    "Encoder", "check_device", "query_precision", "quiet_weight_loading", "resolve_backend", "resolve_model",
+    "resolve_precision",
+]
 
 Progress = Callable[[int], None]
 log = logging.getLogger(__name__)
@@ -82,7 +86,7 @@ def _model_parts() -> tuple[Any, Any, Any]:
 
 
 @contextlib.contextmanager
-def _quiet_weight_loading() -> Iterator[None]:
+def quiet_weight_loading() -> Iterator[None]:
     """Hide transformers' per-tensor "Loading weights" bar for one load, restoring the caller's setting."""
     from transformers.utils import logging as hf_logging
 
@@ -95,47 +99,11 @@ def _quiet_weight_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-_HASHED_BYTES = 64 << 20  # files up to this size are hashed by content; larger ones (weights) by size and mtime
+_quiet_weight_loading = quiet_weight_loading  # the name odqa.train (in progress) imports; drop once it moves
 
 
-def _folder_digest(root: Path) -> str:
-    """Identifies the contents of a local model folder, so a re-trained checkpoint never reuses stale vectors.
-
-    Config and tokenizer files are hashed by content; large weight files by size and modification time, which a
-    checkpoint written in place always changes (a copied folder may miss the cache, never hit a wrong entry).
-    """
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        if stat.st_size <= _HASHED_BYTES:
-            digest.update(path.read_bytes())
-        else:
-            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()
-
-
-def _identity(preset: Preset, source: str, precision: str, backend: str) -> dict[str, Any]:
-    """Everything that changes a passage vector; the cache is keyed by its hash (see :func:`_fingerprint`).
-
-    The backend is part of it: torch and OpenVINO vectors differ in their last bits.
-    """
-    identity: dict[str, Any] = {
-        "model": preset.model,
-        "pooling": preset.pooling,
-        "normalize": preset.normalize,
-        "passage_prefix": preset.passage_prefix,
-        "max_seq_length": preset.max_seq_length,
-        "precision": precision,
-        "backend": backend,
-    }
-    if preset.name not in PRESETS and Path(source).is_dir():
-        identity["files"] = _folder_digest(Path(source))
-    return identity
-
-
-def _fingerprint(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
+def _fingerprint(key: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def _looks_like_path(model: str) -> bool:
@@ -194,13 +162,25 @@ def resolve_precision(precision: str, device: str) -> Precision:
     kind = device.split(":", 1)[0]
     if precision == "auto":
         return "fp16" if kind == "cuda" else "bf16" if kind == "cpu" and cpu_bf16() else "fp32"
-    if precision == "bf16" and kind == "cpu" and not cpu_bf16():
+    if not _computes(precision, device):
         why = ("OpenVINO reports no AVX-512 BF16 or AMX" if import_openvino() is not None else
                "odqa cannot tell whether it computes bf16: OpenVINO, which odqa asks, is not installed")
         raise ConfigError(f"precision 'bf16' would run emulated on this CPU (1.5 passages/s against 12 for the "
                           f"default on MiniLM) and {why}; pass --precision auto or fp32, or run on a CPU with "
                           "AVX-512 BF16 or AMX, or a GPU")
     return precision  # type: ignore[return-value]
+
+
+def _computes(precision: str, device: str) -> bool:
+    """Whether ``device`` computes ``precision`` natively: all do, but a CPU without bf16 instructions bf16."""
+    return not (precision == "bf16" and device.split(":", 1)[0] == "cpu" and not cpu_bf16())
+
+
+def query_precision(recorded: Precision, device: str | None) -> EmbedPrecision:
+    """The precision to encode questions for an index whose passages were encoded at ``recorded``: the same where
+    ``device`` (None: the default one) computes it, else ``auto`` (a bf16 index built elsewhere, on a CPU without
+    bf16: its questions in fp32, rather than refused)."""
+    return recorded if _computes(recorded, device or _default_device()) else "auto"
 
 
 def resolve_backend(backend: str, device: str, precision: Precision) -> Backend:
@@ -260,6 +240,8 @@ class Encoder:
         check_device(self.config.device)
         self.device = self.config.device or _default_device()
         self.precision = resolve_precision(self.config.precision, self.device)
+        local = self.preset.name not in PRESETS and Path(self.source).is_dir()
+        self.model_digest = folder_digest(Path(self.source)) if local else None
         self.backend = resolve_backend(self.config.backend, self.device, self.precision)
         # bf16 on a CPU runs under autocast (weights stay fp32: cosine to fp32 >= 0.9999); GPUs get halved weights.
         self._autocast = self.precision == "bf16" and self.device.split(":", 1)[0] == "cpu"
@@ -289,15 +271,16 @@ class Encoder:
         self._count_lock = threading.Lock()  # encode_passages may run in several threads at once
 
     def _open_cache(self) -> None:
-        """Settle what is written beside outputs and the cache key (precision and backend as resolved), and open
-        the cache under that key (before the model load, so a bad cache location fails first)."""
+        """Settle what is written beside outputs and what the vectors are (precision and backend as resolved), and
+        open the cache under that key (before the model load, so a bad cache location fails first)."""
         self.config = replace(self.config, precision=self.precision, backend=self.backend)
-        identity = self.identity = _identity(self.preset, self.source, self.precision, self.backend)
-        self.fingerprint = _fingerprint(identity)
+        self.spec = VectorSpec.of(self.preset, self.precision, self.backend, self.model_digest)
+        self.fingerprint = self.spec.fingerprint()
         if self.cache is not None:
             self.cache.close()
         self.cache = (EmbeddingCache(self.cache_dir, self.fingerprint, int(self.config.cache_limit_gb * 2**30),
-                                     json.dumps(identity, sort_keys=True)) if self.cache_dir is not None else None)
+                                     json.dumps(self.spec.passage_key(), sort_keys=True))
+                      if self.cache_dir is not None else None)
 
     def _compile(self) -> OpenVinoModel | None:
         """The model under OpenVINO: read as converted before into the cache folder, or loaded and converted now
@@ -306,7 +289,7 @@ class Encoder:
 
         folder = None
         if self.cache_dir is not None:  # one per model, length limit and OpenVINO version, any pooling or precision
-            key = {name: self.identity.get(name) for name in ("model", "files", "max_seq_length")}
+            key = {name: getattr(self.spec, name) for name in ("model", "model_digest", "max_seq_length")}
             folder = self.cache_dir / MODELS_DIR / _fingerprint(key | {"openvino": openvino.get_version()})
         if folder is None or not is_converted(folder):
             self.model = self._load()  # outside the fallback: a model that cannot be loaded is the user's error
@@ -334,7 +317,7 @@ class Encoder:
             kwargs: dict[str, Any] = {}
             if self.preset.max_seq_length is not None:
                 kwargs["max_seq_length"] = self.preset.max_seq_length
-            with _quiet_weight_loading():
+            with quiet_weight_loading():
                 transformer = transformer_cls(self.source, **kwargs)
             dim_of = getattr(transformer, "get_embedding_dimension", None) or transformer.get_word_embedding_dimension
             modules = [transformer, pooling_cls(dim_of(), pooling_mode=self.preset.pooling)]

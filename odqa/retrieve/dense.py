@@ -20,13 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DenseRetriever", "query_config"]
 
-# What makes a passage vector; a query encoder must agree on all of them with the index (prompts may differ).
-_MODEL_KEYS = ("model", "pooling", "normalize", "passage_prefix", "max_seq_length")
-
-
 def query_config(settings: dict[str, Any], model: str | None = None, **options: Any) -> EmbedConfig:
     """The encoder settings for querying an index built with ``settings``; ``model``, when given, must be its."""
-    from odqa.embed import PRESETS
+    from odqa.embed import PRESETS, query_precision
 
     built = settings["preset"]
     if model is not None and model not in (built, settings["model"]):
@@ -36,20 +32,32 @@ def query_config(settings: dict[str, Any], model: str | None = None, **options: 
             f"(leave --model out), or build an index with {model!r}")
     explicit = {} if built in PRESETS else {"pooling": settings["pooling"], "normalize": settings["normalize"]}
     chosen = {key: value for key, value in options.items() if value is not None}
-    return EmbedConfig(model=built, precision=settings["precision"], query_prompt=settings["query_prefix"],
-                       passage_prompt=settings["passage_prefix"], cache_dir="", **explicit, **chosen)
+    return EmbedConfig(model=built, precision=query_precision(settings["precision"], chosen.get("device")),
+                       query_prompt=settings["query_prefix"], passage_prompt=settings["passage_prefix"],
+                       cache_dir="", **explicit, **chosen)
 
 
 def _check_encoder(folder: Path, settings: dict[str, Any], encoder: Encoder) -> None:
-    preset = encoder.preset
-    for key in _MODEL_KEYS:
-        if getattr(preset, key) != settings[key]:
-            raise IndexMismatchError(
-                f"{folder} was built with {key}={settings[key]!r} but the query encoder has {getattr(preset, key)!r}: "
-                f"query with the model the index was built with ({settings['preset']!r})")
+    """The query encoder makes the index's vectors: same model, pooling, normalisation, passage prefix and length,
+    then same dimension, then (for a local model folder) the same files as at build time."""
+    from odqa.embed import VectorSpec
+    from odqa.embed.spec import INDEX_FIELDS
+
+    recorded, spec = VectorSpec.from_json(settings), encoder.spec
+    differ = recorded.differing(spec, [name for name in INDEX_FIELDS if name != "model_digest"])
+    if differ:
+        key = differ[0]
+        raise IndexMismatchError(
+            f"{folder} was built with {key}={getattr(recorded, key)!r} but the query encoder has "
+            f"{getattr(spec, key)!r}: query with the model the index was built with ({settings['preset']!r})")
     if encoder.dimension != settings["dimension"]:
         raise IndexMismatchError(f"{folder} holds {settings['dimension']}-dimensional vectors but the query model "
                                  f"makes {encoder.dimension}-dimensional ones; rebuild the index with this model")
+    if recorded.model_digest is not None and recorded.differing(spec, ["model_digest"]):
+        raise IndexMismatchError(
+            f"the model folder {recorded.model} changed since {folder} was built (its files differ from the digest "
+            "the manifest records): rebuild the index with it (odqa index build ... --overwrite), or query with the "
+            "model the index was built from")
 
 
 class DenseRetriever:

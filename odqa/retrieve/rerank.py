@@ -30,13 +30,13 @@ def _load_cross_encoder(config: RerankConfig) -> Any:
     require("sentence_transformers", "embed")
     from sentence_transformers import CrossEncoder
 
-    from odqa.embed.encoder import _quiet_weight_loading
+    from odqa.embed.encoder import quiet_weight_loading
 
     name = config.model
     if name is None:
         raise ConfigError("reranking needs a cross-encoder: set rerank model (--rerank MODEL) to a hub id or a path")
     try:
-        with _quiet_weight_loading():
+        with quiet_weight_loading():
             model = CrossEncoder(name, device=config.device, max_length=config.max_length)
     except (OSError, ValueError) as exc:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
