@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from odqa.errors import ConfigError, IndexMismatchError, InputError, OutputError
 from odqa.index.config import IndexConfig
+from odqa.index.ids import IdCheck
 from odqa.index.manifest import MANIFEST, Manifest, Shard, check_files, read_manifest, write_manifest
 from odqa.index.store import PassageStore, passage_lines, shard_digest, write_passages
 from odqa.records import Passage
@@ -169,7 +170,13 @@ def build_index(
         terms = TermShards(out, manifest.shards)  # the vocabulary of the shards already written
     stream = iter(passages)
     number = 0
+    ids = IdCheck()
     while batch := list(itertools.islice(stream, config.shard_size)):
+        written = PassageStore(out, manifest.shards[:number])
+        try:
+            ids.add([p.id for p in batch], written)
+        finally:
+            written.close()
         lines = passage_lines(batch)
         digest = shard_digest(lines)
         if number < len(manifest.shards):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from odqa.errors import ConfigError, OutputError
+from odqa.errors import ConfigError, InputError, OutputError
 from odqa.index.build import build_index
 from odqa.index.config import IndexConfig
 from odqa.index.manifest import read_manifest
@@ -89,3 +89,51 @@ def test_a_factory_that_cannot_work_is_refused_before_any_encoding(
     with pytest.raises(ConfigError, match=why):
         build_index(short_corpus, out, dataclasses.replace(tiny_config, faiss=factory), encoder=encoder)
     assert encoder.encoded == encoded and not out.exists()  # nothing encoded, nothing written
+
+
+def _numbered(count: int, repeats: dict[int, int] | None = None) -> list[Passage]:
+    """``count`` passages ``p0``, ``p1``, ...; ``repeats`` gives some position the id of an earlier one."""
+    ids = [f"p{i}" for i in range(count)]
+    for later, earlier in (repeats or {}).items():
+        ids[later] = ids[earlier]
+    return [Passage(pid, f"d{i}", f"Title {i}", f"passage number {i} about topic {i % 7}") for i, pid in enumerate(ids)]
+
+
+@pytest.mark.parametrize(("repeats", "named"), [
+    ({5: 2}, "'p2' occurs more than once: passages 3 and 6 of the input"),  # within shard 0
+    ({37: 4, 40: 33}, "'p4' occurs more than once: passages 5 and 38 of the input"),  # across shards, first repeat
+    ({41: 1, 44: 40}, "'p1' occurs more than once: passages 2 and 42 of the input"),  # the earliest repeat wins: across shards
+    ({44: 1, 41: 40}, "'p40' occurs more than once: passages 41 and 42 of the input"),  # ... or within one
+])
+def test_duplicate_ids_are_refused_naming_the_first_two_places(
+        repeats: dict[int, int], named: str, tmp_path: Path, tiny_config: IndexConfig, encoder: Any) -> None:
+    out = tmp_path / "index"
+    with pytest.raises(InputError, match=named + r" \(counting from 1\); give every passage its own id"):
+        build_index(_numbered(48, repeats), out, tiny_config, encoder=encoder)
+    later = max(repeats)  # nothing of the shard holding the repeat is listed
+    assert sum(s.count for s in read_manifest(out).shards) <= later
+
+
+def test_a_hash_collision_is_not_a_duplicate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             tiny_config: IndexConfig, encoder: Any) -> None:
+    """Every id hashed to the same 64 bits: the ids themselves decide, so a distinct corpus builds."""
+    import numpy as np
+
+    from odqa.index import ids as ids_module
+
+    monkeypatch.setattr(ids_module, "_digests", lambda ids: np.zeros(len(ids), dtype=np.uint64))
+    assert build_index(_numbered(40), tmp_path / "ok", tiny_config, encoder=encoder).count == 40
+    with pytest.raises(InputError, match="'p3' occurs more than once: passages 4 and 36"):
+        build_index(_numbered(40, {35: 3}), tmp_path / "bad", tiny_config, encoder=encoder)
+
+
+def test_id_check_memory_is_eight_bytes_a_passage() -> None:
+    """1M ids in shards of 50,000: the remembered hashes are 8 MB (8 bytes each) in at most log2(20) + 1 runs."""
+    from odqa.index.ids import IdCheck
+    from odqa.index.store import PassageStore
+
+    check, empty = IdCheck(), PassageStore(".", [])
+    for start in range(0, 1_000_000, 50_000):
+        check.add([f"wiki:{i}" for i in range(start, start + 50_000)], empty)
+    assert sum(run.nbytes for run in check.runs) == 8_000_000 and len(check.runs) <= 5
+    assert all(bool((run[1:] > run[:-1]).all()) for run in check.runs)  # each run sorted, no repeats
