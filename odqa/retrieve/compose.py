@@ -10,13 +10,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from odqa.errors import ConfigError, InputError
-from odqa.index.manifest import MANIFEST, read_manifest
+from odqa.index.manifest import read_manifest
 from odqa.io import read_fid
 from odqa.records import Example, Hit, Passage
 from odqa.retrieve.fusion import Fusion, check_fusion, fuse_rrf, fuse_weighted
 from odqa.retrieve.protocol import Retriever
 
-__all__ = ["Fused", "Fusion", "StaticRetriever", "load_retriever"]
+__all__ = ["Fused", "Fusion", "StaticRetriever", "index_kind", "load_retriever"]
 
 class Fused:
     """Fuses the hit lists of several retrievers; each is asked for ``depth`` hits (default: ``k``)."""
@@ -91,6 +91,12 @@ def _hit(pid: str, title: str, text: str, score: object, rank: int) -> Hit:
     return Hit(Passage(id=pid, doc_id=pid, title=title, text=text), value)
 
 
+def index_kind(path: str | Path) -> str:
+    """What ``path`` is to :func:`load_retriever`: ``"fid"`` (a file), else its index manifest's kind."""
+    path = Path(path)
+    return "fid" if path.is_file() else read_manifest(path).kind  # read_manifest: "not an odqa index" with the fix
+
+
 def load_retriever(
     path: str | Path,
     *,
@@ -101,20 +107,22 @@ def load_retriever(
     """A retriever for an index folder (dense or BM25, from its manifest) or a FiD file (static).
 
     ``model`` may only name the model the index was built with (the default); ``search_params`` are FAISS
-    search-time parameters such as ``"nprobe=32"`` (IVF) or ``"efSearch=128"`` (HNSW).
+    search-time parameters such as ``"nprobe=32"`` (IVF) or ``"efSearch=128"`` (HNSW). All three are for dense
+    indexes: given for another kind, they are refused rather than ignored.
     """
     path = Path(path)
-    if path.is_file():
-        return StaticRetriever.from_fid(path)
-    if not (path / MANIFEST).is_file():
-        read_manifest(path)  # raises the "not an odqa index" error with the fix
-    kind = read_manifest(path).kind
+    kind = index_kind(path)
     if kind == "dense":
         from odqa.retrieve.dense import DenseRetriever
 
         return DenseRetriever(path, model=model, device=device, search_params=search_params)
+    what = "FiD file" if kind == "fid" else "BM25 index"
+    for flag, value in (("--model (an embedding model)", model), ("--search-params (FAISS)", search_params),
+                        ("--device (the query encoder's)", device)):
+        if value is not None:
+            raise ConfigError(f"{path} is a {what}: {flag} does not apply to it; drop {flag.split()[0]} {value}")
+    if kind == "fid":
+        return StaticRetriever.from_fid(path)
     from odqa.retrieve.sparse import BM25Retriever
 
-    if model is not None:
-        raise ConfigError(f"{path} is a BM25 index: it takes no embedding model (drop --model {model})")
     return BM25Retriever(path)

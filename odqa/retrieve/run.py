@@ -66,13 +66,16 @@ class RetrieveConfig:
 
 def open_retriever(config: RetrieveConfig) -> Retriever:
     """The retriever ``config`` describes: one index, or several fused; reranked when ``config.rerank`` says."""
-    from odqa.retrieve.compose import Fused, load_retriever
+    from odqa.retrieve.compose import Fused, index_kind, load_retriever
     from odqa.retrieve.rerank import CrossEncoderReranker, Reranked
 
     if not config.indexes:
         raise ConfigError("no index to search; pass --index indexes/NAME (repeat it to fuse several)")
-    retrievers = [load_retriever(path, model=config.model, device=config.device,
-                                 search_params=config.search_params) for path in config.indexes]
+    kinds = [index_kind(path) for path in config.indexes]
+    dense_options = {"model": config.model, "device": config.device, "search_params": config.search_params}
+    # The dense indexes take the dense options; with none among them, load_retriever refuses the options given.
+    retrievers = [load_retriever(path, **(dense_options if kind == "dense" or "dense" not in kinds else {}))
+                  for path, kind in zip(config.indexes, kinds, strict=True)]
     first: Retriever = retrievers[0] if len(retrievers) == 1 else Fused(
         *retrievers, fusion=config.fusion, weights=config.weights or None, rrf_k=config.rrf_k, depth=config.depth)
     if config.rerank.model is None:

@@ -146,3 +146,30 @@ def test_weights_are_refused_under_rrf() -> None:
     assert RetrieveConfig(indexes=("a", "b"), weights=(1.0, 2.0), fusion="weighted").weights == (1.0, 2.0)
     with pytest.raises(ConfigError, match="weights apply to weighted fusion only"):
         Fused(Fixed(A), Fixed(B), weights=[1.0, 2.0])
+
+
+def test_dense_only_options_are_refused_where_no_index_takes_them(tmp_path: Path, corpus: list[Passage],
+                                                                  reference: Path) -> None:
+    """--search-params and --device apply to dense indexes only: a BM25 index (or a FiD file) alone refuses them;
+    fused with a dense index, they go to the dense one."""
+    from odqa.index.build import build_index
+    from odqa.index.config import IndexConfig
+    from odqa.retrieve.run import RetrieveConfig, open_retriever
+    from odqa.retrieve.sparse import BM25Retriever
+
+    bm25 = tmp_path / "bm25"
+    build_index(corpus[:30], bm25, IndexConfig(kind="bm25"))
+    with pytest.raises(ConfigError, match=r"is a BM25 index: --search-params \(FAISS\) does not apply to it"):
+        load_retriever(bm25, search_params="nprobe=8")
+    with pytest.raises(ConfigError, match=r"is a BM25 index: --device \(the query encoder's\) does not apply to it"):
+        open_retriever(RetrieveConfig(indexes=(str(bm25),), device="cpu"))
+    fid = tmp_path / "run.jsonl"
+    fid.write_text(json.dumps({"id": "q", "question": "Who?", "answers": [], "ctxs": []}) + "\n")
+    with pytest.raises(ConfigError, match=r"is a FiD file: --device \(the query encoder's\) does not apply to it"):
+        load_retriever(fid, device="cpu")
+    assert isinstance(load_retriever(bm25), BM25Retriever)
+    model = json.loads((reference / "manifest.json").read_text())["settings"]["model"]
+    fused = open_retriever(RetrieveConfig(indexes=(str(reference), str(bm25)), device="cpu", model=model))
+    assert isinstance(fused, Fused)
+    dense, sparse = fused.retrievers
+    assert dense.encoder.config.device == "cpu" and isinstance(sparse, BM25Retriever)  # type: ignore[attr-defined]
