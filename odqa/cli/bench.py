@@ -18,7 +18,8 @@ __all__ = ["bench_app"]
 bench_app = typer.Typer(
     help="Benchmarks as ratios in one run on one machine: the naive loop against odqa, share of the matmul peak, "
          "recall@k, crawl against its bound, reader by n-context. JSON and PNG under --out; --check gates on "
-         "bench/floors.json.",
+         "bench/floors.json. Runs from a source checkout (git clone, pip install -e .): it reads the clone's bench/ "
+         "(data, floors) and tests/data, which the installed package does not carry.",
     no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
