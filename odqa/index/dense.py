@@ -119,7 +119,17 @@ def build_faiss(folder: Path, manifest: Manifest, config: IndexConfig) -> dict[s
     return {"faiss": file_entry(folder, FAISS_FILE)}
 
 
-def load_faiss(folder: Path) -> Any:
-    """The FAISS index of a dense index folder (moved to the GPU when faiss-gpu sees one)."""
+def load_faiss(folder: Path, search_params: str | None = None, factory: str = "this index") -> Any:
+    """The FAISS index of a dense index folder (moved to the GPU when faiss-gpu sees one), with ``search_params``
+    (``"nprobe=32"``, ``"efSearch=128"``) set; on the GPU through GpuParameterSpace, which alone reaches a GPU IVF
+    index's nprobe."""
     faiss = require("faiss", "index")
-    return _to_gpu(faiss, faiss.read_index(str(folder / FAISS_FILE)))[0]
+    index, on_gpu = _to_gpu(faiss, faiss.read_index(str(folder / FAISS_FILE)))
+    if search_params:
+        space = faiss.GpuParameterSpace() if on_gpu else faiss.ParameterSpace()
+        try:
+            space.set_index_parameters(index, search_params)
+        except RuntimeError as exc:
+            raise ConfigError(f"FAISS search parameters {search_params!r} do not apply to {factory} "
+                              f"({_faiss_error(exc)}): use nprobe=N for IVF, efSearch=N for HNSW") from exc
+    return index

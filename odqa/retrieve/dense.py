@@ -82,12 +82,10 @@ class DenseRetriever:
             if shape != (shard.count, dimension):
                 raise IndexMismatchError(f"{self.folder}: shard {shard.index} holds vectors of shape {shape}, the "
                                          f"manifest says ({shard.count}, {dimension}); rebuild the index")
-        self.index = load_faiss(self.folder)
+        self.index = load_faiss(self.folder, search_params, settings["faiss"])
         if self.index.d != dimension or self.index.ntotal != self.manifest.count:
             raise IndexFormatError(f"{self.folder}: the FAISS index holds {self.index.ntotal:,} vectors of dimension "
                                    f"{self.index.d}, the manifest {self.manifest.count:,} of {dimension}; rebuild it")
-        if search_params:
-            self._set_params(search_params)
         if encoder is None:
             from odqa.embed import Encoder
 
@@ -96,16 +94,6 @@ class DenseRetriever:
         self.encoder = encoder
         self.batch_size = batch_size
         self.store = PassageStore(self.folder, self.manifest.shards)
-
-    def _set_params(self, params: str) -> None:
-        import faiss
-
-        try:
-            faiss.ParameterSpace().set_index_parameters(self.index, params)  # type: ignore[arg-type]
-        except RuntimeError as exc:
-            raise ConfigError(f"FAISS search parameters {params!r} do not apply to this index "
-                              f"({self.manifest.settings['faiss']}): use nprobe=N for IVF, efSearch=N for HNSW"
-                              ) from exc
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """``len(queries)`` lists of at most ``k`` hits, best first."""

@@ -229,37 +229,78 @@ def test_queries_use_the_prompts_the_index_was_built_with(tmp_path: Path, tiny_c
         build_index(short_corpus[:8], tmp_path / "other", config)
 
 
+class FakeGpuIndex:
+    """What faiss-gpu's index_cpu_to_all_gpus returns, stood in for (no GPU here): it wraps the CPU index, records
+    every call the build or the search makes on it, and runs them on the CPU index."""
+
+    def __init__(self, cpu: Any, calls: list[str]) -> None:
+        self.cpu, self.calls = cpu, calls
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.cpu, name)
+        if callable(attribute):
+            self.calls.append(f"gpu.{name}")
+        return attribute
+
+
 def test_faiss_gpu_is_used_when_it_sees_a_gpu_and_falls_back_when_it_cannot(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, reference: Path, short_corpus: list[Passage],
         tiny_config: IndexConfig, encoder: Any) -> None:
-    """faiss-gpu's calls stood in for (no GPU here): train and add on the GPU, write the CPU copy; an index type
-    FAISS has no GPU version of (HNSW) stays on the CPU."""
+    """With faiss-gpu seeing a GPU: training and adding run on the GPU copy, the copy moved back to the CPU is what is
+    written, searches run on the GPU, and nprobe reaches the GPU index through GpuParameterSpace (ParameterSpace
+    cannot set it there). HNSW, which FAISS has no GPU version of, stays on the CPU."""
     import faiss
 
     calls: list[str] = []
+    cpu_space = faiss.ParameterSpace
 
     def to_gpu(index: Any) -> Any:
         if isinstance(index, faiss.IndexHNSW):
             raise RuntimeError("not implemented for GPU")
         calls.append("to_gpu")
-        return index
+        return FakeGpuIndex(index, calls)
 
     def to_cpu(index: Any) -> Any:
+        assert isinstance(index, FakeGpuIndex)  # only a GPU index is moved back
         calls.append("to_cpu")
-        return index
+        return index.cpu
+
+    class GpuParameterSpace:
+        def set_index_parameters(self, index: Any, params: str) -> None:
+            assert isinstance(index, FakeGpuIndex)
+            calls.append(f"GpuParameterSpace {params}")
+            cpu_space().set_index_parameters(index.cpu, params)
+
+    class CpuOnlyParameterSpace:
+        def set_index_parameters(self, index: Any, params: str) -> None:
+            raise AssertionError("ParameterSpace used on a GPU index")
 
     monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
     monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpu)
     monkeypatch.setattr(faiss, "index_gpu_to_cpu", to_cpu, raising=False)
-    for factory, expected in (("IVF4,Flat", ["to_gpu", "to_cpu"]), ("HNSW32", [])):
-        calls.clear()
-        config = dataclasses.replace(tiny_config, faiss=factory)
-        out = _with_faiss(reference, tmp_path, config, encoder)
-        build_index(short_corpus, out, config, encoder=encoder)
-        assert calls == expected, factory
+    monkeypatch.setattr(faiss, "GpuParameterSpace", GpuParameterSpace, raising=False)
+    config = dataclasses.replace(tiny_config, faiss="IVF4,Flat")
+    out = _with_faiss(reference, tmp_path, config, encoder)
+    build_index(short_corpus, out, config, encoder=encoder)
+    assert calls[0] == "to_gpu" and calls[-1] == "to_cpu"
+    assert "gpu.train" in calls and calls.count("gpu.add") == 4  # trained on the GPU, each shard added there
+    written = faiss.read_index(str(out / "faiss.index"))
+    assert written.ntotal == 60 and written.is_trained  # the CPU copy of the filled GPU index
     calls.clear()
-    DenseRetriever(reference, encoder=encoder)
-    assert calls == ["to_gpu"]  # searches run on the GPU too
+    monkeypatch.setattr(faiss, "ParameterSpace", CpuOnlyParameterSpace)
+    retriever = DenseRetriever(out, encoder=encoder, search_params="nprobe=4")
+    assert calls == ["to_gpu", "GpuParameterSpace nprobe=4"]
+    assert faiss.extract_index_ivf(retriever.index.cpu).nprobe == 4
+    hits = retriever.search([passage_text(short_corpus[9])], 3)[0]
+    assert "gpu.search" in calls and hits[0].passage == short_corpus[9]
+
+    monkeypatch.undo()
+    calls.clear()
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpu)
+    hnsw = dataclasses.replace(tiny_config, faiss="HNSW32")
+    build_index(short_corpus, _with_faiss(reference, tmp_path, hnsw, encoder), hnsw, encoder=encoder)
+    assert calls == []  # HNSW stayed on the CPU: no GPU call, nothing moved back
 
 
 def test_store_reads_any_row_with_few_shards_mapped(monkeypatch: pytest.MonkeyPatch, reference: Path,
