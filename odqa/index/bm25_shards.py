@@ -1,22 +1,27 @@
 """BM25 built shard by shard: term counts on disk, then the memory-mapped bm25s index assembled from them.
 
 While an index build writes its passages, each shard is tokenised once (``title + " " + text`` through
-:func:`odqa.retrieve.tokenize.tokenize`) into integer ids of one vocabulary that grows in order of first use.
-A shard keeps three files: its passages' token counts, its (term, passage, count) triples sorted by term then
-passage, and the terms it added to the vocabulary (a resumed build reads them back). Once every shard is written,
-:func:`assemble_bm25` writes the CSC score matrix that ``bm25s.BM25.load(..., mmap=True)`` reads, one block of
-terms at a time gathered from every shard: memory holds the vocabulary, four bytes per passage and one block,
-never the corpus' tokens. Scores are computed with bm25s' own formulas and float32 / float64 steps, so a search
-gives exactly what an in-memory bm25s build of the same corpus gives.
+:func:`odqa.retrieve.tokenize.tokenize`) into integer ids of its own sorted vocabulary, and keeps three files:
+its passages' token counts, its (term, passage, count) triples sorted by term then passage, and its terms, one a
+line. Nothing is carried from shard to shard, so a resumed build needs nothing from the shards already written.
+Once every shard is written, :func:`assemble_bm25` merges the shards' sorted terms into the global vocabulary
+(streamed to disk) and writes the CSC score matrix that ``bm25s.BM25.load(..., mmap=True)`` reads, one block of
+terms at a time gathered from every shard. Memory holds one shard, or at assembly a block, four bytes per
+passage and per (shard, term), and 20 bytes per term: never the corpus' tokens, nor the vocabulary's strings.
+Scores are computed with bm25s' own formulas and float32 / float64 steps, so a search gives exactly what an
+in-memory bm25s build of the same corpus gives.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import math
 import os
 import shutil
 from array import array
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -34,40 +39,34 @@ from odqa.retrieve.tokenize import tokenize
 
 __all__ = ["BLOCK", "TermShards", "assemble_bm25"]
 
-ROLES = {"bm25_lengths": "npy", "bm25_pairs": "npy", "bm25_terms": "json"}
+ROLES = {"bm25_lengths": "npy", "bm25_pairs": "npy", "bm25_terms": "txt"}
 BLOCK = 1 << 21  # (term, passage) scores assembled at a time: about 60 MB of working memory
 
 
 class TermShards:
-    """Writes each shard's term counts; holds the vocabulary (term -> id) of the shards written so far."""
+    """Writes each shard's term counts, over the shard's own sorted vocabulary (no state kept between shards)."""
 
     def __init__(self, folder: Path, shards: Sequence[Shard]) -> None:
         self.folder = folder
-        self.vocab: dict[str, int] = {}
         for shard in shards:  # the finished shards of an interrupted build
             if not ROLES.keys() <= shard.files.keys():
                 raise IndexMismatchError(
                     f"{folder} holds an interrupted BM25 build by an older odqa (shard {shard.index} has no term "
                     "counts); pass --overwrite to start again")
-            for term in _read_terms(folder, shard):
-                self.vocab[term] = len(self.vocab)
 
     def write(self, number: int, passages: Sequence[Passage]) -> dict[str, FileEntry]:
         """Tokenise one shard and write its three files (each atomically); returns their entries by role."""
-        vocab, start = self.vocab, len(self.vocab)
-        added: list[str] = []
+        first_use: defaultdict[str, int] = defaultdict(itertools.count().__next__)  # a new term: the next id
         ids, lengths = array("q"), array("i")
         for passage in passages:
             tokens = tokenize(bm25_text(passage))
             lengths.append(len(tokens))
-            for token in tokens:
-                term = vocab.get(token)
-                if term is None:
-                    term = vocab[token] = start + len(added)
-                    added.append(token)
-                ids.append(term)
+            ids.extend(map(first_use.__getitem__, tokens))
+        terms = sorted(first_use)  # code point order: every shard's list merges into the global one
+        rank = np.empty(len(terms), dtype=np.int64)
+        rank[np.fromiter((first_use[t] for t in terms), dtype=np.int64, count=len(terms))] = np.arange(len(terms))
         rows = np.repeat(np.arange(len(passages), dtype=np.int64), np.frombuffer(lengths, dtype=np.int32))
-        keys, counts = np.unique(np.frombuffer(ids, dtype=np.int64) * len(passages) + rows, return_counts=True)
+        keys, counts = np.unique(rank[np.frombuffer(ids, dtype=np.int64)] * len(passages) + rows, return_counts=True)
         pairs = np.empty(len(keys), dtype=[("term", "<i4"), ("row", np.min_scalar_type(max(len(passages) - 1, 0))),
                                            ("count", np.min_scalar_type(int(counts.max(initial=0))))])
         pairs["term"], pairs["row"], pairs["count"] = keys // len(passages), keys % len(passages), counts
@@ -77,14 +76,8 @@ class TermShards:
         with atomic_write(self.folder / names["bm25_pairs"], "wb") as fh:
             np.save(fh, pairs)
         with atomic_write(self.folder / names["bm25_terms"]) as fh:
-            json.dump(added, fh, ensure_ascii=False)
+            fh.writelines(term + "\n" for term in terms)  # tokens hold no whitespace
         return {role: file_entry(self.folder, name) for role, name in names.items()}
-
-
-def _read_terms(folder: Path, shard: Shard) -> list[str]:
-    with (folder / shard.files["bm25_terms"].name).open(encoding="utf-8") as fh:
-        terms: list[str] = json.load(fh)
-    return terms
 
 
 def _pairs(folder: Path, shard: Shard) -> np.ndarray:
@@ -92,18 +85,32 @@ def _pairs(folder: Path, shard: Shard) -> np.ndarray:
     return pairs
 
 
-def _write_vocab(path: Path, folder: Path, shards: Sequence[Shard]) -> int:
-    """Stream ``{term: id}`` as bm25s saves it, with its empty token last; returns the number of terms."""
-    count = 0
-    with path.open("w", encoding="utf-8") as fh:
-        fh.write("{")
-        for shard in shards:
-            for term in _read_terms(folder, shard):
-                fh.write(f"{', ' if count else ''}{json.dumps(term, ensure_ascii=False)}: {count}")
-                count += 1
-        fh.write(f"{', ' if count else ''}\"\": {count}}}")  # bm25s' token for queries with no known term
-        _sync(fh)
-    return count
+def _tagged(lines: IO[str], number: int) -> Iterator[tuple[str, int]]:
+    for line in lines:
+        yield line[:-1], number
+
+
+def _merge_vocab(path: Path, folder: Path, shards: Sequence[Shard]) -> tuple[int, list[np.ndarray]]:
+    """Merge the shards' sorted term lists into the global vocabulary, streamed to ``path`` as bm25s saves it
+    (``{term: id}``, its empty token last); returns its size and each shard's local-to-global term ids."""
+    files = [(folder / s.files["bm25_terms"].name).open(encoding="utf-8", newline="\n") for s in shards]
+    local = [array("i") for _ in shards]
+    count, last = 0, None
+    try:
+        streams = [_tagged(fh, number) for number, fh in enumerate(files)]
+        with path.open("w", encoding="utf-8") as out:
+            out.write("{")
+            for term, number in heapq.merge(*streams):
+                if term != last:
+                    out.write(f"{', ' if count else ''}{json.dumps(term, ensure_ascii=False)}: {count}")
+                    last, count = term, count + 1
+                local[number].append(count - 1)
+            out.write(f"{', ' if count else ''}\"\": {count}}}")  # bm25s' token for queries with no known term
+            _sync(out)
+    finally:
+        for fh in files:
+            fh.close()
+    return count, [np.frombuffer(ids, dtype=np.int32) for ids in local]
 
 
 def _sync(fh: IO[Any]) -> None:
@@ -143,10 +150,10 @@ def assemble_bm25(folder: Path, shards: Sequence[Shard]) -> dict[str, FileEntry]
     staging = folder / f".{BM25_DIR}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    terms = _write_vocab(staging / "vocab.index.json", folder, shards)
+    terms, global_ids = _merge_vocab(staging / "vocab.index.json", folder, shards)
     df = np.zeros(terms, dtype=np.int64)
-    for shard in shards:
-        df += np.bincount(_pairs(folder, shard)["term"], minlength=terms)
+    for shard, ids in zip(shards, global_ids, strict=True):
+        df += np.bincount(ids[_pairs(folder, shard)["term"]], minlength=terms)
     indptr = np.zeros(terms + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
     idf = _idf(df, len(lengths))
@@ -156,10 +163,10 @@ def assemble_bm25(folder: Path, shards: Sequence[Shard]) -> dict[str, FileEntry]
         _npy_header(rows, np.dtype(np.int32), int(indptr[-1]))
         for first, end in _blocks(indptr):
             block_terms, block_rows, block_counts = [], [], []
-            for shard, start in zip(shards, starts, strict=False):
+            for shard, start, ids in zip(shards, starts, global_ids, strict=False):
                 pairs = _pairs(folder, shard)
-                lo, hi = np.searchsorted(pairs["term"], [first, end])
-                block_terms.append(np.array(pairs["term"][lo:hi]))
+                lo, hi = np.searchsorted(pairs["term"], np.searchsorted(ids, [first, end]))
+                block_terms.append(ids[pairs["term"][lo:hi]])
                 block_rows.append(pairs["row"][lo:hi].astype(np.int64) + start)
                 block_counts.append(np.array(pairs["count"][lo:hi]))
                 del pairs  # unmapped: the shard's pages leave this process
