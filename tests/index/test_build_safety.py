@@ -102,7 +102,7 @@ def _numbered(count: int, repeats: dict[int, int] | None = None) -> list[Passage
 @pytest.mark.parametrize(("repeats", "named"), [
     ({5: 2}, "'p2' occurs more than once: passages 3 and 6 of the input"),  # within shard 0
     ({37: 4, 40: 33}, "'p4' occurs more than once: passages 5 and 38 of the input"),  # across shards, first repeat
-    ({41: 1, 44: 40}, "'p1' occurs more than once: passages 2 and 42 of the input"),  # the earliest repeat wins: across shards
+    ({41: 1, 44: 40}, "'p1' occurs more than once: passages 2 and 42 of the input"),  # earliest repeat: across shards
     ({44: 1, 41: 40}, "'p40' occurs more than once: passages 41 and 42 of the input"),  # ... or within one
 ])
 def test_duplicate_ids_are_refused_naming_the_first_two_places(

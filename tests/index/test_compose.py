@@ -15,7 +15,6 @@ from odqa.errors import ConfigError, InputError
 from odqa.records import Hit, Passage
 from odqa.retrieve.compose import Fused, StaticRetriever, load_retriever
 from odqa.retrieve.fusion import fuse_rrf, fuse_weighted, reciprocal_rank_fusion, weighted_fusion
-from odqa.retrieve.protocol import Retriever
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:
@@ -87,9 +86,14 @@ def test_weighted_fusion_over_hit_lists() -> None:
 def test_fused_composes_any_retrievers_and_asks_each_for_depth() -> None:
     first, second = Fixed(A), Fixed(B)
     fused = Fused(first, second, depth=3)
-    assert isinstance(fused, Retriever)
     assert [[h.passage.id for h in lst] for lst in fused.search(["q1", "q2"], k=2)] == [["a", "c"], ["a", "c"]]
     assert first.asked == second.asked == [3]
+    # A Fused is itself a retriever: fused again with a third list, its ranking is the one RRF gives its list.
+    third = Fixed(hits(("d", 1.0), ("e", 0.5)))
+    nested = Fused(Fused(first, second, depth=3), third, depth=4).search(["q"], k=3)[0]
+    inner = fuse_rrf([A[:3], B[:3]], k=4)
+    assert [h.passage.id for h in nested] == [h.passage.id for h in fuse_rrf([inner, third.ranked], k=3)]
+    assert [h.passage.id for h in nested] == ["d", "a", "c"]  # d is in both lists
     weighted = Fused(first, second, fusion="weighted", weights=[1.0, 2.0], depth=3)
     assert [h.passage.id for h in weighted.search(["q"], 1)[0]] == ["c"]
     with pytest.raises(ConfigError, match="at least two retrievers"):
@@ -109,7 +113,7 @@ def test_static_retriever_serves_a_fid_file(tmp_path: Path) -> None:
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     static = load_retriever(path)
-    assert isinstance(static, StaticRetriever) and isinstance(static, Retriever)
+    assert isinstance(static, StaticRetriever)
     found = static.search(["Who?", "When?"], k=5)
     assert [[(h.passage.id, h.passage.text, h.score) for h in lst] for lst in found] == [
         [("p1", "one", 2.5), ("p2", "two", -1.0)], []]
@@ -118,6 +122,8 @@ def test_static_retriever_serves_a_fid_file(tmp_path: Path) -> None:
         static.search(["Where?"], 1)
     with pytest.raises(InputError, match="question id 'q9'"):
         static.lookup(["q9"], 1)
+    fused = Fused(static, Fixed(hits(("p2", 7.0), ("p9", 3.0))), depth=2).search(["Who?"], k=3)[0]
+    assert [h.passage.id for h in fused] == ["p2", "p1", "p9"]  # composes: p2 is ranked by both
 
 
 def test_index_modules_import_neither_torch_nor_faiss() -> None:
