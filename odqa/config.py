@@ -73,6 +73,7 @@ class EmbedConfig:
     backend: EmbedBackend = "auto"  # what runs the model; resolved (and written out) like precision
     cache_dir: str | None = None  # persistent embedding cache; None = default user cache, "" = off
     cache_limit_gb: float = 2.0  # past this size the least recently used vectors are evicted
+    converted_dir: str | None = None  # converted (OpenVINO) models, with or without a cache; None = default, "" = none
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:

@@ -14,6 +14,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def converted_models(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One converted-models folder for the session (inherited by subprocesses), never the user's."""
+    folder = tmp_path_factory.mktemp("converted-models")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ODQA_CONVERTED_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA

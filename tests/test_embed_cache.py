@@ -275,38 +275,40 @@ def test_cache_info_and_clear_commands(tmp_path: Path) -> None:
         assert cache.info().vectors == 0
 
 
+def converted_model(folder: Path, mib: int) -> Path:
+    """A stand-in converted model of ``mib`` MiB in the converted-models folder ``folder``."""
+    (folder / "abc").mkdir(parents=True)
+    (folder / "abc" / "model.bin").write_bytes(b"\0" * mib * 2**20)
+    return folder
+
+
 def test_cache_info_counts_and_clear_removes_the_converted_models(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from odqa.cli import app
-    from odqa.embed.openvino import MODELS_DIR
 
     runner = CliRunner()
-    with EmbeddingCache(tmp_path, "fp", identity='{"model": "m", "precision": "bf16"}') as cache:
+    with EmbeddingCache(tmp_path / "vectors", "fp", identity='{"model": "m", "precision": "bf16"}') as cache:
         cache.put_many({"t": _vector("t")})
-    converted = tmp_path / MODELS_DIR / "abc"
-    converted.mkdir(parents=True)
-    (converted / "model.bin").write_bytes(b"\0" * 3 * 2**20)
-    info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
+    folders = ["--cache-dir", str(tmp_path / "vectors"), "--converted-dir", str(converted_model(tmp_path / "cv", 3))]
+    info = runner.invoke(app, ["cache", "info", *folders])
     assert info.exit_code == 0 and "converted models 3.0 MiB" in " ".join(info.output.split())
-    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
+    cleared = runner.invoke(app, ["cache", "clear", *folders])
     assert cleared.exit_code == 0 and "converted models (3.0 MiB" in " ".join(cleared.output.split())
-    assert not (tmp_path / MODELS_DIR).exists()
+    assert not (tmp_path / "cv").exists() and (tmp_path / "vectors").is_dir()
 
 
-def test_converted_models_without_vectors_are_shown_and_cleared(tmp_path: Path) -> None:
+def test_converted_models_without_vectors_are_shown_and_cleared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
     from typer.testing import CliRunner
 
     from odqa.cli import app
-    from odqa.embed.openvino import MODELS_DIR
 
     runner = CliRunner()
-    converted = tmp_path / MODELS_DIR / "abc"
-    converted.mkdir(parents=True)
-    (converted / "model.bin").write_bytes(b"\0" * 2**20)
-    info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path)])
+    monkeypatch.setenv("ODQA_CONVERTED_DIR", str(converted_model(tmp_path / "cv", 1)))  # the default folder
+    info = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path / "none")])
     assert info.exit_code == 0 and "no vectors" in info.output and "converted models 1.0 MiB" in \
         " ".join(info.output.split())
-    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
+    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path / "none")])
     assert cleared.exit_code == 0 and "converted models (1.0 MiB" in " ".join(cleared.output.split())
-    assert not (tmp_path / MODELS_DIR).exists()
+    assert not (tmp_path / "cv").exists()

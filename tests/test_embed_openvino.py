@@ -37,7 +37,7 @@ def timeqa() -> tuple[list[str], list[Passage]]:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One cache folder for this module's MiniLM encoders: MiniLM is converted to OpenVINO once."""
+    """One vector cache folder for this module's MiniLM encoders (converted models: the session's folder)."""
     return str(tmp_path_factory.mktemp("openvino-cache"))
 
 
@@ -180,19 +180,35 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
 def test_the_converted_model_is_saved_once_and_reused(tiny_bert: Path, tmp_path: Path,
                                                      conversions: list[int]) -> None:
-    config = EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino", precision="fp32",
-                         cache_dir=str(tmp_path), device="cpu")
-    first = Encoder(config).encode_queries(["a question", "another, longer question"])
+    def config(**folders: str) -> EmbedConfig:
+        return EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino",
+                           precision="fp32", device="cpu", **folders)  # type: ignore[arg-type]
+
+    first = Encoder(config(cache_dir=str(tmp_path / "vectors"), converted_dir=str(tmp_path / "converted")))
+    vectors = first.encode_queries(["a question", "another, longer question"])
     assert len(conversions) == 1
-    (saved,) = (tmp_path / "openvino").glob(f"*/{IR_FILE}")
-    assert saved.with_suffix(".bin").is_file()
-    assert not [p for p in (tmp_path / "openvino").iterdir() if p.name.startswith(".")]  # no staging left behind
-    again = Encoder(config)
-    assert len(conversions) == 1  # read back, not converted again
-    np.testing.assert_array_equal(again.encode_queries(["a question", "another, longer question"]), first)
-    Encoder(EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino", precision="fp32",
-                        cache_dir="", device="cpu"))
-    assert len(conversions) == 2  # without a cache folder it converts in memory
+    (saved,) = (tmp_path / "converted").glob(f"*/{IR_FILE}")  # a folder of its own, not in the vector cache
+    assert saved.with_suffix(".bin").is_file() and not list((tmp_path / "vectors").rglob(IR_FILE))
+    assert not [p for p in (tmp_path / "converted").iterdir() if p.name.startswith(".")]  # no staging left behind
+    # Read back, not converted again, whether vectors are cached or not (an index build, a query encoder, --no-cache)
+    for cache_dir in (str(tmp_path / "vectors"), ""):
+        again = Encoder(config(cache_dir=cache_dir, converted_dir=str(tmp_path / "converted")))
+        np.testing.assert_array_equal(again.encode_queries(["a question", "another, longer question"]), vectors)
+    assert len(conversions) == 1
+    Encoder(config(cache_dir="", converted_dir=""))
+    assert len(conversions) == 2  # without a converted-models folder it converts in memory
+
+
+def test_a_converted_models_folder_that_cannot_be_written_still_encodes(
+    tiny_bert: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    with caplog.at_level(logging.WARNING, logger="odqa.embed.openvino"):
+        encoder = Encoder(EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino",
+                                      precision="fp32", device="cpu", cache_dir="", converted_dir=str(blocked)))
+    assert encoder.backend == "openvino" and encoder.encode_queries(["q"]).shape == (1, 32)
+    assert "cannot keep the converted model" in caplog.text
 
 
 def test_a_model_openvino_cannot_convert_falls_back_to_torch(
@@ -316,6 +332,40 @@ def test_a_converted_model_refines_without_importing_torch(tmp_path: Path, cache
     assert ranked[: len(examples)] == ranked[len(examples) :]
 
 
+def test_a_dense_search_reuses_the_converted_model_without_importing_torch(tmp_path: Path,
+                                                                          openvino_fp32: Encoder) -> None:
+    """`odqa retrieve` encodes its questions without a vector cache: it still reads the model converted before (by
+    the index build here) and never imports torch, transformers or sentence-transformers."""
+    import os
+    import subprocess
+    import sys
+
+    from odqa.index import IndexConfig, build_index, open_encoder
+    from odqa.io import write_jsonl
+
+    examples = list(load_examples(TIMEQA))[:4]
+    config = IndexConfig(kind="dense", embed=EmbedConfig(model="minilm", precision="fp32", device="cpu"))
+    with open_encoder(config) as encoder:  # no vector cache, as every index build
+        assert encoder.cache is None and encoder.backend == "openvino"
+        build_index(list({p.text: p for e in examples for p in chunk(e.ctxs or ())}.values())[:40],
+                    tmp_path / "index", config, encoder=encoder)
+    questions = tmp_path / "q.jsonl"
+    write_jsonl(questions, [{"id": e.id, "question": e.question, "answers": list(e.answers)} for e in examples])
+    script = (
+        "import json, sys\n"
+        "from odqa.cli import main\n"
+        f"sys.argv = ['odqa', 'retrieve', {str(questions)!r}, '--index', {str(tmp_path / 'index')!r}, '--k', '3',"
+        f" '--out', {str(tmp_path / 'hits.jsonl')!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+    rows = [json.loads(line) for line in (tmp_path / "hits.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [len(r["ctxs"]) for r in rows] == [3] * len(examples)
+
+
 def test_the_default_device_is_known_without_torch_where_no_gpu_node_exists(monkeypatch: pytest.MonkeyPatch
                                                                              ) -> None:
     import sys
@@ -338,9 +388,9 @@ def test_the_default_device_is_known_without_torch_where_no_gpu_node_exists(monk
 
 def test_an_older_half_converted_folder_is_replaced(tiny_bert: Path, tmp_path: Path, conversions: list[int]) -> None:
     config = EmbedConfig(model=str(tiny_bert), pooling="mean", normalize=True, backend="openvino", precision="fp32",
-                         cache_dir=str(tmp_path), device="cpu")
+                         cache_dir="", converted_dir=str(tmp_path), device="cpu")
     Encoder(config)
-    (folder,) = (tmp_path / "openvino").iterdir()
+    (folder,) = tmp_path.iterdir()
     (folder / "tokenizer.json").unlink()  # as an odqa that kept no tokenizer left it
     Encoder(config)
     Encoder(config)

@@ -1,40 +1,46 @@
-"""``odqa cache info`` and ``odqa cache clear``: the persistent embedding cache, its size and its contents."""
+"""``odqa cache info`` and ``odqa cache clear``: the persistent embedding cache and the converted models."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from odqa.cli._app import app, console, guarded
 
+if TYPE_CHECKING:
+    from odqa.embed.folders import CacheSummary
+
 __all__ = ["cache_app"]
 
-cache_app = typer.Typer(help="The persistent embedding cache: size, contents, clearing.", no_args_is_help=True)
+cache_app = typer.Typer(help="The persistent embedding cache and converted models: size, contents, clearing.",
+                        no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 
 CacheDirOpt = Annotated[Path | None, typer.Option(
-    help="Cache folder (default $ODQA_CACHE_DIR, else $XDG_CACHE_HOME/odqa/embeddings, else ~/.cache/...).")]
+    help="Vector cache folder (default $ODQA_CACHE_DIR, else $XDG_CACHE_HOME/odqa/embeddings, else ~/.cache/...).")]
+ConvertedDirOpt = Annotated[Path | None, typer.Option(
+    help="Converted models folder (default $ODQA_CONVERTED_DIR, else $XDG_CACHE_HOME/odqa/converted, else "
+         "~/.cache/...).")]
 
 
 @cache_app.command("info")
 @guarded
-def info_command(cache_dir: CacheDirOpt = None) -> None:
-    """Where the cache is, its size against its limit, and how many vectors each model setting holds."""
+def info_command(cache_dir: CacheDirOpt = None, converted_dir: ConvertedDirOpt = None) -> None:
+    """Where the cache is, its size against its limit, how many vectors each model setting holds, and the
+    converted models."""
     from rich.table import Table
 
-    from odqa.embed.cache import CACHE_FILE, EmbeddingCache, default_cache_dir
+    from odqa.embed.folders import cache_summary
 
-    folder = cache_dir if cache_dir is not None else default_cache_dir()
-    models = _converted_models(folder)
-    if not (folder / CACHE_FILE).is_file():
-        console.print(f"no embedding cache at {folder / CACHE_FILE} (no vectors)", highlight=False)
-        _print_models(models)
+    summary = cache_summary(cache_dir, converted_dir)
+    info = summary.vectors
+    if info is None:
+        console.print(f"no embedding cache at {summary.cache_file} (no vectors)", highlight=False)
+        _print_models(summary)
         return
-    with EmbeddingCache(folder, "") as cache:
-        info = cache.info()
     table = Table(title=f"embedding cache {info.path}")
     table.add_column("model setting")
     table.add_column("vectors", justify="right")
@@ -48,43 +54,27 @@ def info_command(cache_dir: CacheDirOpt = None) -> None:
     console.print(table)
     console.print(f"size {info.bytes_used / 2**20:,.1f} MiB of a {info.limit_bytes / 2**30:g} GiB limit "
                   "(least recently used vectors are evicted past it; set it with --cache-limit-gb)", highlight=False)
-    _print_models(models)
+    _print_models(summary)
 
 
-def _print_models(models: Path) -> None:
-    if models.is_dir():
-        console.print(f"converted models {_size(models) / 2**20:,.1f} MiB in {models} (OpenVINO, one per model "
-                      "setting; outside the limit; odqa cache clear removes them)", highlight=False)
-
-
-def _converted_models(folder: Path) -> Path:
-    from odqa.embed.openvino import MODELS_DIR
-
-    return folder / MODELS_DIR
-
-
-def _size(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+def _print_models(summary: CacheSummary) -> None:
+    if summary.converted_models:
+        console.print(f"converted models {summary.converted_bytes / 2**20:,.1f} MiB in {summary.converted_dir} "
+                      f"({summary.converted_models} OpenVINO model(s), one per model and length limit; outside the "
+                      "limit; odqa cache clear removes them)", highlight=False)
 
 
 @cache_app.command("clear")
 @guarded
-def clear_command(cache_dir: CacheDirOpt = None) -> None:
+def clear_command(cache_dir: CacheDirOpt = None, converted_dir: ConvertedDirOpt = None) -> None:
     """Delete every cached vector and converted model (they are recomputed on demand)."""
-    import shutil
+    from odqa.embed.folders import clear_cache
 
-    from odqa.embed.cache import CACHE_FILE, EmbeddingCache, default_cache_dir
-
-    folder = cache_dir if cache_dir is not None else default_cache_dir()
-    models = _converted_models(folder)
-    converted = _size(models) if models.is_dir() else 0
-    shutil.rmtree(models, ignore_errors=True)
-    cleared = f" and the converted models ({converted / 2**20:,.1f} MiB in {models})" if converted else ""
-    if not (folder / CACHE_FILE).is_file():
-        console.print(f"no embedding cache at {folder / CACHE_FILE}: no vectors to clear{cleared}", highlight=False)
+    before = clear_cache(cache_dir, converted_dir)
+    cleared = (f" and the converted models ({before.converted_bytes / 2**20:,.1f} MiB in {before.converted_dir})"
+               if before.converted_models else "")
+    if before.vectors is None:
+        console.print(f"no embedding cache at {before.cache_file}: no vectors to clear{cleared}", highlight=False)
         return
-    with EmbeddingCache(folder, "") as cache:
-        before = cache.info()
-        cache.clear()
-    console.print(f"cleared {before.vectors:,} vectors ({before.bytes_used / 2**20:,.1f} MiB) from {before.path}"
-                  + cleared, highlight=False)
+    console.print(f"cleared {before.vectors.vectors:,} vectors ({before.vectors.bytes_used / 2**20:,.1f} MiB) from "
+                  f"{before.vectors.path}" + cleared, highlight=False)

@@ -116,11 +116,10 @@ def _run(source: Path, out: Path, cfg: RefineConfig, tables: Path | None = None,
             run = functools.partial(run, reranker=CrossEncoderReranker(cfg.rerank))
     encoder = None
     if needs_encoder(cfg):
-        from odqa.embed import Encoder
-        from odqa.ray import RayEncoder
+        from odqa.ray import engine_encoder
 
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
-            encoder = Encoder(cfg.embed) if ray is None else RayEncoder(cfg.embed, ray)
+            encoder = engine_encoder(cfg.embed, ray)
     columns = (SpinnerColumn(), TextColumn("refining"), BarColumn(), MofNCompleteColumn(), TextColumn("questions"),
                TimeElapsedColumn())
     try:

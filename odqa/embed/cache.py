@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import sqlite3
 import threading
 import time
@@ -25,7 +24,7 @@ import numpy as np
 
 from odqa.errors import InputError, OdqaError, OutputError
 
-__all__ = ["CACHE_FILE", "DEFAULT_LIMIT_BYTES", "CacheInfo", "EmbeddingCache", "default_cache_dir"]
+__all__ = ["CACHE_FILE", "DEFAULT_LIMIT_BYTES", "CacheInfo", "EmbeddingCache"]
 
 CACHE_FILE = "embeddings.sqlite"
 DEFAULT_LIMIT_BYTES = 2 << 30  # 2 GiB: about 1.3M MiniLM vectors, 650K of a 768-dimensional model
@@ -38,15 +37,6 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used)",
     "CREATE TABLE IF NOT EXISTS models (fingerprint TEXT PRIMARY KEY, identity TEXT NOT NULL)",
 )
-
-
-def default_cache_dir() -> Path:
-    """``$ODQA_CACHE_DIR``, else ``$XDG_CACHE_HOME/odqa/embeddings``, else ``~/.cache/odqa/embeddings``."""
-    explicit = os.environ.get("ODQA_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "odqa" / "embeddings"
 
 
 def _key(fingerprint: str, text: str) -> bytes:

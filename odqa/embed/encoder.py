@@ -8,7 +8,6 @@ same text under the same model settings is encoded once, ever.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import sys
@@ -22,9 +21,9 @@ import numpy as np
 
 from odqa._optional import require
 from odqa.config import Backend, EmbedConfig, EmbedPrecision, Precision
-from odqa.embed.cache import EmbeddingCache, default_cache_dir
+from odqa.embed.cache import EmbeddingCache
+from odqa.embed.folders import converted_folder, default_cache_dir, default_converted_dir
 from odqa.embed.openvino import (
-    MODELS_DIR,
     OpenVinoModel,
     convert,
     cpu_bf16,
@@ -100,10 +99,6 @@ def quiet_weight_loading() -> Iterator[None]:
 
 
 _quiet_weight_loading = quiet_weight_loading  # the name odqa.train (in progress) imports; drop once it moves
-
-
-def _fingerprint(key: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def _looks_like_path(model: str) -> bool:
@@ -247,6 +242,8 @@ class Encoder:
         self._autocast = self.precision == "bf16" and self.device.split(":", 1)[0] == "cpu"
         cache_dir = default_cache_dir() if self.config.cache_dir is None else self.config.cache_dir
         self.cache_dir = Path(cache_dir) if cache_dir else None
+        converted = default_converted_dir() if self.config.converted_dir is None else self.config.converted_dir
+        self.converted_dir = Path(converted) if converted else None  # read and kept with or without a cache
         self.cache: EmbeddingCache | None = None
         self.model: Any = None  # the sentence-transformers model, loaded where torch runs it or to convert it
         self._openvino: OpenVinoModel | None = None
@@ -283,14 +280,16 @@ class Encoder:
                       if self.cache_dir is not None else None)
 
     def _compile(self) -> OpenVinoModel | None:
-        """The model under OpenVINO: read as converted before into the cache folder, or loaded and converted now
-        (and kept there). Where that fails, a warning and torch (the backend written out then says torch)."""
+        """The model under OpenVINO: read as converted before into its folder, or loaded and converted now (and
+        kept there). Where that fails, a warning and torch (the backend written out then says torch)."""
         import openvino
 
         folder = None
-        if self.cache_dir is not None:  # one per model, length limit and OpenVINO version, any pooling or precision
+        if self.converted_dir is not None:  # one per model (and where its weights load from), length limit and
+            # OpenVINO version, whatever the pooling or precision
             key = {name: getattr(self.spec, name) for name in ("model", "model_digest", "max_seq_length")}
-            folder = self.cache_dir / MODELS_DIR / _fingerprint(key | {"openvino": openvino.get_version()})
+            folder = converted_folder(self.converted_dir,
+                                      key | {"source": self.source, "openvino": openvino.get_version()})
         if folder is None or not is_converted(folder):
             self.model = self._load()  # outside the fallback: a model that cannot be loaded is the user's error
         try:
@@ -358,7 +357,9 @@ class Encoder:
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(dim_of())
 
-    def _run(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+    def encode_texts(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Vectors of ``texts`` exactly as given (prompts already applied), in slices of :attr:`slice_size`,
+        uncached: the model call that passages, questions and the Ray engine's actors share."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -385,11 +386,11 @@ class Encoder:
 
     def _encode_new(self, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
         """Vectors of the passage texts the cache lacks; the Ray engine (odqa.ray) runs them on its actors."""
-        return self._run(texts, progress)
+        return self.encode_texts(texts, progress)
 
     def encode_queries(self, questions: Sequence[str]) -> np.ndarray:
         """Question vectors, ``(n, dim)`` float32; queries are not cached (they are cheap and rarely repeat)."""
-        return self._run([query_text(q, self.preset.query_prefix) for q in questions])
+        return self.encode_texts([query_text(q, self.preset.query_prefix) for q in questions])
 
     def encode_passages(self, passages: Sequence[Passage], progress: Progress | None = None) -> np.ndarray:
         """Passage vectors, ``(n, dim)`` float32, each distinct text encoded at most once (and cached).

@@ -1,6 +1,7 @@
 """Vectors from a transformer compiled by OpenVINO, the fastest CPU backend measured here.
 
-A model is converted once from its sentence-transformers form into a folder of the cache: the transformer as an
+A model is converted once from its sentence-transformers form into a folder of its own (:mod:`odqa.embed.folders`,
+used with or without a vector cache): the transformer as an
 OpenVINO IR (``model.xml`` + ``model.bin``) and its tokenizer as a ``tokenizer.json`` set to truncate and pad as
 sentence-transformers does. Every later run reads that folder and encodes without importing torch, transformers or
 sentence-transformers, whose import alone took 6 s of a 9 s warm ``odqa refine`` (docs/refine.md, "--backend").
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import shutil
 import tempfile
@@ -26,12 +28,12 @@ import numpy as np
 
 from odqa.config import Pooling, Precision
 
-__all__ = ["IR_FILE", "MODELS_DIR", "TOKENIZER_FILE", "Converted", "OpenVinoModel", "convert", "cpu_bf16",
+__all__ = ["IR_FILE", "TOKENIZER_FILE", "Converted", "OpenVinoModel", "convert", "cpu_bf16",
            "import_openvino", "is_converted", "read_converted", "supports"]
 
 IR_FILE = "model.xml"  # with model.bin beside it
 TOKENIZER_FILE = "tokenizer.json"
-MODELS_DIR = "openvino"  # in the cache folder: one converted model per model setting
+log = logging.getLogger(__name__)
 _HINTS: dict[str, str] = {"fp32": "f32", "bf16": "bf16"}  # fp16 on CPU is not offered: few CPUs compute it
 
 
@@ -124,18 +126,26 @@ def convert(openvino: ModuleType, model: Any, folder: Path | None) -> Converted:
     """
     converted = Converted(_trace(openvino, model), _tokenizer(model))
     if folder is not None:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
-            openvino.save_model(converted.network, staging / IR_FILE, compress_to_fp16=False)  # weights stay fp32
-            converted.tokenizer.save(str(staging / TOKENIZER_FILE))
-            with contextlib.suppress(OSError):
-                if folder.exists() and not is_converted(folder):  # half of one, left by an older odqa
-                    shutil.rmtree(folder)
-                os.replace(staging, folder)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            _save(openvino, converted, folder)
+        except OSError as exc:  # a folder this process cannot write: the model still runs, converted in memory
+            log.warning("cannot keep the converted model in %s (%s); it is converted again on the next run",
+                        folder, exc.strerror or exc)
     return converted
+
+
+def _save(openvino: ModuleType, converted: Converted, folder: Path) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        openvino.save_model(converted.network, staging / IR_FILE, compress_to_fp16=False)  # weights stay fp32
+        converted.tokenizer.save(str(staging / TOKENIZER_FILE))
+        with contextlib.suppress(OSError):
+            if folder.exists() and not is_converted(folder):  # half of one, left by an older odqa
+                shutil.rmtree(folder)
+            os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _threads() -> int | None:

@@ -6,6 +6,6 @@
 from __future__ import annotations
 
 from odqa.ray.config import Engine, RayConfig, ray_config
-from odqa.ray.encoder import EncoderActor, RayEncoder
+from odqa.ray.encoder import EncoderActor, RayEncoder, engine_encoder
 
-__all__ = ["EncoderActor", "Engine", "RayConfig", "RayEncoder", "ray_config"]
+__all__ = ["EncoderActor", "Engine", "RayConfig", "RayEncoder", "engine_encoder", "ray_config"]

@@ -23,10 +23,10 @@ from odqa._optional import require
 from odqa.config import EmbedConfig
 from odqa.embed import Encoder
 from odqa.embed.encoder import Progress
-from odqa.errors import ConfigError, OdqaError, OutputError
+from odqa.errors import ConfigError, OdqaError
 from odqa.ray.config import RayConfig
 
-__all__ = ["EncoderActor", "RayEncoder"]
+__all__ = ["EncoderActor", "RayEncoder", "engine_encoder"]
 
 
 class EncoderActor:
@@ -40,10 +40,7 @@ class EncoderActor:
         self.encoder: Encoder | None = None
         self.error: OdqaError | None = None
         try:
-            try:
-                self.encoder = Encoder(config)
-            except OutputError:  # the cache folder cannot be written on this node: convert the model in memory
-                self.encoder = Encoder(replace(config, cache_dir=""))
+            self.encoder = Encoder(config)
         except OdqaError as exc:  # a model this node cannot load, say
             self.error = exc  # raised with the first slice: Ray keeps an __init__ error as text only
 
@@ -52,7 +49,7 @@ class EncoderActor:
             raise self.error or RuntimeError("the encoder actor has no encoder")
         slices, positions, vectors = [], [], []
         for number, texts in zip(batch["slice"], batch["texts"], strict=True):
-            part = self.encoder._run([str(t) for t in texts])  # one model call, as the local engine's slice
+            part = self.encoder.encode_texts([str(t) for t in texts])  # one model call, as the local engine's slice
             slices.append(np.full(len(part), number, dtype=np.int64))
             positions.append(np.arange(len(part), dtype=np.int64))
             vectors.append(part)
@@ -119,10 +116,12 @@ class RayEncoder(Encoder):
             # CPU batch size; with GPU actors, on this machine's GPU if it has one, with torch (the actors' backend).
             backend = "torch" if self._gpu and config.backend == "auto" else config.backend
             super().__init__(replace(config, device="cpu" if not self._gpu else None, backend=backend))
-            # The actors share the driver's cache folder for the converted OpenVINO model (read back in a fraction
-            # of a second, where converting takes seconds per pipeline); vectors are cached by the driver alone.
-            self.actor_config = replace(self.config, device=device, batch_size=self.batch_size,
-                                        cache_dir=str(self.cache_dir) if self.cache_dir is not None else "")
+            # The actors read the driver's converted OpenVINO model (in a fraction of a second, where converting
+            # takes seconds per pipeline; a node that cannot write there converts in memory); vectors are cached
+            # by the driver alone.
+            converted = str(self.converted_dir) if self.converted_dir is not None else ""
+            self.actor_config = replace(self.config, device=device, batch_size=self.batch_size, cache_dir="",
+                                        converted_dir=converted)
         except BaseException:
             self._shutdown()
             raise
@@ -195,3 +194,9 @@ def _odqa_cause(exc: BaseException) -> OdqaError | None:
             return cause
         current = cause if isinstance(cause, BaseException) else current.__cause__ or current.__context__
     return None
+
+
+def engine_encoder(config: EmbedConfig, ray: RayConfig | None = None) -> Encoder:
+    """The encoder of a run: a local :class:`~odqa.embed.Encoder`, or with ``ray`` settings a :class:`RayEncoder`
+    encoding on that cluster (same bytes). Every command that embeds passages chooses here."""
+    return Encoder(config) if ray is None else RayEncoder(config, ray)
