@@ -26,10 +26,15 @@ BatchOpt = Annotated[int | None, typer.Option(help="Questions per forward pass (
 MaxLengthOpt = Annotated[int | None, typer.Option(help="Tokens per question + passage text (default 200).")]
 AnswerLengthOpt = Annotated[int | None, typer.Option(help="Tokens per answer (default 32).")]
 BeamsOpt = Annotated[int | None, typer.Option("--beams", help="Beam size (default 1: greedy).")]
+DatasetOpt = Annotated[str | None, typer.Option(
+    "--dataset", "-d", help="Whose answer convention: complex-tr (a set of answers), fid, timeqa, hieradate, "
+                            "jemhopqa, hybridqa (aliases of one answer). Default: the input file's dataset; a FiD "
+                            "file: fid.")]
+AnswersOpt = Annotated[str | None, typer.Option(
+    "--answers", help="Override the dataset's convention: set (all wanted, joined by --joiner) or aliases (the "
+                      "first is the target, never split).")]
 JoinerOpt = Annotated[str | None, typer.Option(
-    "--joiner", help="Connector between several answers (default ' and ').")]
-FirstOpt = Annotated[bool, typer.Option(
-    "--first-answer", help="Train on the first gold answer only and never split answers (alias answers: NQ).")]
+    "--joiner", help="Connector between the answers of a set (default ' $and ', Complex-TR's).")]
 FormatOpt = Annotated[str | None, typer.Option(
     help="Reader input text, with {question}, {title}, {text} (default FiD's).")]
 DeviceOpt = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default cuda when present).")]
@@ -52,8 +57,9 @@ def read_command(
     max_length: MaxLengthOpt = None,
     answer_length: AnswerLengthOpt = None,
     beams: BeamsOpt = None,
+    dataset: DatasetOpt = None,
+    answers: AnswersOpt = None,
     joiner: JoinerOpt = None,
-    first_answer: FirstOpt = False,
     passage_format: FormatOpt = None,
     device: DeviceOpt = None,
     precision: PrecisionOpt = None,
@@ -65,18 +71,21 @@ def read_command(
 
     overrides = _reader_overrides(
         "", model=model, n_context=n_context, batch_size=batch_size, max_length=max_length,
-        answer_max_length=answer_length, num_beams=beams, answer_joiner=joiner, passage_format=passage_format,
-        device=device, precision=precision)
-    cfg = load_config(ReadConfig, config, **overrides)
-    if first_answer:
-        cfg = _first_answer(cfg)
+        answer_max_length=answer_length, num_beams=beams, dataset=dataset, answers=answers, answer_joiner=joiner,
+        passage_format=passage_format, device=device, precision=precision)
+    cfg = _with_dataset(load_config(ReadConfig, config, **overrides), source)
     _print_read_summary(_read(source, out, cfg))
 
 
-def _first_answer(cfg: ReadConfig) -> ReadConfig:
+def _with_dataset(cfg: ReadConfig, source: Path) -> ReadConfig:
+    """The config with its dataset (whose answer convention applies) taken from the input file when not given."""
     from dataclasses import replace
 
-    return replace(cfg, answer_joiner=None)
+    from odqa.datasets.detect import detect_format
+
+    if cfg.dataset is not None or not source.is_file():
+        return cfg
+    return replace(cfg, dataset=detect_format(source) or "fid")
 
 
 def _progress(what: str, unit: str) -> Progress:
@@ -113,6 +122,8 @@ def _print_read_summary(summary: ReadSummary) -> None:
     table.add_row("questions", f"{stats.questions:,}")
     table.add_row("passages read", f"{stats.passages:,}")
     table.add_row("answered from the question alone", f"{stats.no_context:,}")
+    if stats.unreadable:
+        table.add_row("not answered: unreadable to the tokenizer (reason under 'error')", f"{stats.unreadable:,}")
     seconds = summary.seconds
     table.add_row("time", f"{seconds:.1f} s ({stats.questions / max(seconds, 1e-9):.2f} questions/s)")
     table.add_row("output", str(summary.output))
@@ -133,9 +144,10 @@ def train_reader_command(
                          ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the latest checkpoint in --out.")
                       ] = False,
-    steps: Annotated[int | None, typer.Option(help="Optimiser steps (default 10000).")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Passes over the training questions (default 10).")] = None,
+    steps: Annotated[int | None, typer.Option(help="At most this many optimiser steps (default: no cap).")] = None,
     lr: Annotated[float | None, typer.Option(help="Peak learning rate (default 1e-4).")] = None,
-    warmup: Annotated[int | None, typer.Option(help="Warm-up steps (default 1000).")] = None,
+    warmup: Annotated[int | None, typer.Option(help="Warm-up steps (default: a tenth of the run).")] = None,
     checkpoint_every: Annotated[int | None, typer.Option(help="Steps between checkpoints (default 500).")] = None,
     eval_every: Annotated[int | None, typer.Option(help="Steps between dev evaluations (default 500).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the data order and initial RNG (default 0).")] = None,
@@ -146,8 +158,9 @@ def train_reader_command(
     max_length: MaxLengthOpt = None,
     answer_length: AnswerLengthOpt = None,
     beams: BeamsOpt = None,
+    dataset: DatasetOpt = None,
+    answers: AnswersOpt = None,
     joiner: JoinerOpt = None,
-    first_answer: FirstOpt = False,
     passage_format: FormatOpt = None,
     device: DeviceOpt = None,
     precision: PrecisionOpt = None,
@@ -161,13 +174,12 @@ def train_reader_command(
 
     overrides = _reader_overrides(
         "reader.", model=model, n_context=n_context, batch_size=batch_size, max_length=max_length,
-        answer_max_length=answer_length, num_beams=beams, answer_joiner=joiner, passage_format=passage_format,
-        device=device, precision=precision)
-    cfg = load_config(TrainReaderConfig, config, steps=steps, lr=lr, warmup_steps=warmup,
+        answer_max_length=answer_length, num_beams=beams, dataset=dataset, answers=answers, answer_joiner=joiner,
+        passage_format=passage_format, device=device, precision=precision)
+    cfg = load_config(TrainReaderConfig, config, epochs=epochs, steps=steps, lr=lr, warmup_steps=warmup,
                       checkpoint_every=checkpoint_every, eval_every=eval_every, seed=seed,
                       gradient_checkpointing=gradient_checkpointing or None, **overrides)
-    if first_answer:
-        cfg = replace(cfg, reader=_first_answer(cfg.reader))
+    cfg = replace(cfg, reader=_with_dataset(cfg.reader, source))
     _print_train_summary(_train(source, out, cfg, dev, retriever, resume))
 
 
@@ -177,7 +189,7 @@ def _train(source: Path, out: Path, cfg: TrainReaderConfig, dev: Path | None,
     from odqa.read.train import train_reader
     from odqa.retrieve.compose import load_retriever
 
-    examples = load_examples(source)
+    examples = list(load_examples(source))
     dev_examples = list(load_examples(dev)) if dev is not None else None
     cfg.reader.reader_format()
     fetch = load_retriever(retriever) if retriever is not None else None
@@ -187,7 +199,7 @@ def _train(source: Path, out: Path, cfg: TrainReaderConfig, dev: Path | None,
                       f"({score.questions} questions)", highlight=False)
 
     with _progress("training", "steps") as bar:
-        task = bar.add_task("", total=cfg.steps)
+        task = bar.add_task("", total=cfg.total_steps(len(examples)))
 
         def progress(step: int, loss: float) -> None:
             bar.update(task, completed=step, description=f"loss {loss:.4f}")
@@ -206,6 +218,7 @@ def _print_train_summary(summary: TrainSummary) -> None:
     if summary.resumed_from is not None:
         table.add_row("resumed from step", f"{summary.resumed_from:,}")
     table.add_row("steps", f"{len(losses):,}")
+    table.add_row("epochs", f"{summary.epochs:.2f} ({summary.questions:,} questions)")
     if losses:
         tail = losses[-min(len(losses), 50):]
         table.add_row("loss (first step / mean of last 50)", f"{losses[0]:.4f} / {sum(tail) / len(tail):.4f}")

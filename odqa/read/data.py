@@ -16,9 +16,11 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from odqa.errors import ConfigError, DependencyError
+from odqa.evaluate.answers import exact_match, normalize_answer
+from odqa.read.config import PASSAGE_FORMAT, SET_JOINER, AnswerKind
 from odqa.records import Example, Hit
 from odqa.retrieve.compose import StaticRetriever
 from odqa.retrieve.protocol import Retriever
@@ -42,20 +44,28 @@ class ReaderFormat:
     """How a question and its passages become reader inputs, and its answers a target.
 
     ``passage_format`` may use ``{question}``, ``{title}`` and ``{text}`` (FiD's own form is the default).
-    ``answer_joiner`` joins several gold answers into one target (Complex-TR's " and "); ``None`` keeps the first
-    answer only, for datasets whose answers are aliases of one answer (Natural Questions, TriviaQA).
+    ``answers`` says what a question's gold answers are: ``"aliases"``, names of one answer (Natural Questions,
+    TriviaQA, TimeQA): the target is the first, a prediction matches any; ``"set"``, every one is wanted
+    (Complex-TR's multi-answer questions): the target joins them with ``answer_joiner`` and a prediction must
+    list the same set.
     """
 
     n_passages: int = 10
     max_length: int = 256  # tokens per question + passage text
     answer_max_length: int = 32
-    passage_format: str = "question: {question} title: {title} context: {text}"
-    answer_joiner: str | None = " and "
+    passage_format: str = PASSAGE_FORMAT
+    answers: AnswerKind = "aliases"
+    answer_joiner: str = SET_JOINER  # used for sets only
 
     def __post_init__(self) -> None:
         for name in ("n_passages", "max_length", "answer_max_length"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.answers not in get_args(AnswerKind):
+            raise ConfigError(f"answers {self.answers!r} is not valid; choose one of: set, aliases")
+        if not self.answer_joiner.strip():
+            raise ConfigError(f"answer_joiner must hold a visible character (such as ' $and '), got "
+                              f"{self.answer_joiner!r}")
         try:
             used = {field for _, field, _, _ in string.Formatter().parse(self.passage_format) if field is not None}
         except ValueError as exc:
@@ -69,15 +79,36 @@ class ReaderFormat:
         return self.passage_format.format(question=question, title=title, text=text)
 
     def target(self, answers: Sequence[str]) -> str:
-        """The reader's target text for gold ``answers`` (empty when there are none)."""
+        """The reader's target text for gold ``answers`` (empty when there are none): one alias, or the set."""
         if not answers:
             return ""
-        return answers[0] if self.answer_joiner is None else self.answer_joiner.join(answers)
+        return answers[0] if self.answers == "aliases" else self.answer_joiner.join(answers)
 
     def split(self, generated: str) -> list[str]:
-        """The answers a generated target lists: split on ``answer_joiner`` (the inverse of :meth:`target`)."""
-        parts = [generated] if self.answer_joiner is None else generated.split(self.answer_joiner)
+        """The answers a generated target lists: itself for aliases, split on ``answer_joiner`` for a set."""
+        parts = [generated] if self.answers == "aliases" else generated.split(self.answer_joiner)
         return [part.strip() for part in parts if part.strip()]
+
+    def exact(self, generated: str, answers: Sequence[str]) -> float:
+        """1.0 when ``generated`` is right: equal to one alias, or listing the gold set (SQuAD-normalised).
+
+        A set is matched without splitting its gold members again: the prediction's parts may be regrouped, so
+        a member holding the joiner ("Tom and Jerry" with " and ") is matched whole."""
+        if self.answers == "aliases" or not answers:
+            return exact_match(generated, list(answers) or [""])
+        gold = sorted({normalize_answer(a) for a in answers})
+        parts = generated.split(self.answer_joiner)
+        index = {member: bit for bit, member in enumerate(gold)}
+        full = (1 << len(gold)) - 1
+        reach: list[set[int]] = [set() for _ in range(len(parts) + 1)]  # masks of gold members covered so far
+        reach[0].add(0)
+        for start in range(len(parts)):
+            for mask in reach[start]:
+                for end in range(start + 1, len(parts) + 1):
+                    bit = index.get(normalize_answer(self.answer_joiner.join(parts[start:end])))
+                    if bit is not None:
+                        reach[end].add(mask | 1 << bit)
+        return float(full in reach[len(parts)])
 
 
 @dataclass(frozen=True)

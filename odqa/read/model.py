@@ -8,20 +8,21 @@ checkpoint stays a plain Hugging Face folder: ``save`` writes one that ``from_pr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from odqa.config import Precision
 from odqa.errors import ConfigError, DependencyError, InputError, ModelError, ResourceError
 from odqa.read.data import ReaderBatch
+from odqa.records import Hit
 
 try:
     import torch
 except ImportError as exc:  # the reader needs torch; the rest of odqa does not
     raise DependencyError("torch", "embed") from exc
 
-__all__ = ["FiDReader", "check_encodable", "fit_in_memory", "fused_mask", "is_out_of_memory"]
+__all__ = ["FiDReader", "check_encodable", "fit_in_memory", "fused_mask", "is_out_of_memory", "unreadable"]
 
 
 def fused_mask(attention_mask: torch.Tensor, passage_mask: torch.Tensor) -> torch.Tensor:
@@ -44,6 +45,13 @@ class FiDReader:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         if precision == "fp16" and self.device.type != "cuda":
             raise ConfigError(f"precision fp16 needs a GPU (device is {self.device}); use bf16 or fp32 on CPU")
+        if precision == "bf16" and self.device.type == "cpu":
+            from odqa.embed.openvino import cpu_bf16
+
+            if not cpu_bf16():  # autocast would run, emulated and slower than fp32
+                raise ConfigError("precision bf16 would run emulated on this CPU (it has no AVX-512 BF16 or AMX, "
+                                  "as OpenVINO reports it); use --precision fp32 here, or bf16 on a GPU or a CPU "
+                                  "that computes it")
         self.precision = precision
         self.model = model.to(self.device)
         self.tokenizer = tokenizer
@@ -122,22 +130,30 @@ class FiDReader:
         return [text.strip() for text in texts]
 
 
-def check_encodable(batch: ReaderBatch, tokenizer: Any, name: str) -> None:
-    """Refuse a question or passage that is mostly unknown tokens to the tokenizer (say, Japanese with T5's
-    vocabulary): the reader would read noise and answer anyway."""
+def unreadable(qid: str, question: str, hits: Sequence[Hit], tokenizer: Any, name: str) -> str | None:
+    """Why the reader cannot read a question and its passages, or None: a text that is mostly unknown tokens to
+    the tokenizer (say, Japanese with T5's vocabulary) would be read as noise and answered anyway."""
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is None:
-        return
+        return None
+    texts = [("question", question)] + [(f"passage {i}", f"{h.passage.title} {h.passage.text}")
+                                        for i, h in enumerate(hits)]
+    encoded = tokenizer([text for _, text in texts], add_special_tokens=False)["input_ids"]
+    for (what, _), ids in zip(texts, encoded, strict=True):
+        unknown = sum(1 for i in ids if i == unk)
+        if ids and unknown / len(ids) > 0.5:
+            return (f"question {qid!r}: the tokenizer of {name!r} maps {unknown} of {len(ids)} tokens of its {what} "
+                    f"to {tokenizer.unk_token!r}, so the reader cannot read it; use a model whose vocabulary covers "
+                    "the input's language (mT5 for non-English text)")
+    return None
+
+
+def check_encodable(batch: ReaderBatch, tokenizer: Any, name: str) -> None:
+    """Refuse a batch holding a question the reader cannot read (:func:`unreadable`)."""
     for qid, question, hits in zip(batch.ids, batch.questions, batch.hits, strict=True):
-        texts = [("question", question)] + [(f"passage {i}", f"{h.passage.title} {h.passage.text}")
-                                            for i, h in enumerate(hits)]
-        encoded = tokenizer([text for _, text in texts], add_special_tokens=False)["input_ids"]
-        for (what, _), ids in zip(texts, encoded, strict=True):
-            unknown = sum(1 for i in ids if i == unk)
-            if ids and unknown / len(ids) > 0.5:
-                raise InputError(f"question {qid!r}: the tokenizer of {name!r} maps {unknown} of {len(ids)} tokens "
-                                 f"of its {what} to {tokenizer.unk_token!r}, so the reader cannot read it; use a "
-                                 "model whose vocabulary covers the input's language (mT5 for non-English text)")
+        reason = unreadable(qid, question, hits, tokenizer, name)
+        if reason is not None:
+            raise InputError(reason)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

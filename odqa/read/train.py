@@ -1,11 +1,12 @@
 """Training a Fusion-in-Decoder reader: from FiD files (each question's own ``ctxs``) or any Retriever.
 
-``train_reader(train, "readers/tr", config, dev=dev)`` runs ``config.steps`` optimiser steps over the questions in a
-seeded order (a new permutation per epoch), writes ``checkpoint-NNNNNNN/`` every ``checkpoint_every`` steps
-(atomically: a hidden folder renamed into place) and reads the dev questions every ``eval_every`` steps, keeping
-the best model so far in ``best/``. A checkpoint holds the model and tokenizer (a plain Hugging Face folder) and
-``trainer.pt``: optimiser, schedule, step, RNG states and history, so ``resume=True`` takes exactly the step the
-uninterrupted run would have taken next (the data position follows from the step and the seed).
+``train_reader(train, "readers/tr", config, dev=dev)`` runs ``config.epochs`` passes over the questions (at most
+``config.steps`` optimiser steps) in a seeded order (a new permutation per epoch), writes ``checkpoint-NNNNNNN/``
+every ``checkpoint_every`` steps (atomically: a hidden folder renamed into place) and reads the dev questions every
+``eval_every`` steps, keeping the best model so far in ``best/``. A checkpoint holds the model and tokenizer (a
+plain Hugging Face folder) and ``trainer.pt``: optimiser, schedule, step, RNG states and history, so
+``resume=True`` takes exactly the step the uninterrupted run would have taken next (the data position follows from
+the step and the seed); it resumes on any device, a GPU run's on a CPU too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from odqa.config import to_dict
 from odqa.errors import ConfigError, DependencyError, InputError, OutputError
-from odqa.evaluate.answers import exact_match, normalize_answer, token_f1
+from odqa.evaluate.answers import token_f1
 from odqa.read.config import TrainReaderConfig
 from odqa.read.data import ReaderBatch, ReaderFormat
 from odqa.read.infer import collator_for, load_reader, predict
@@ -54,9 +55,12 @@ class DevScore:
 
 @dataclass(frozen=True)
 class TrainSummary:
-    """What a training run did: its losses (all steps, a resumed run's included), dev scores and folders."""
+    """What a training run did: its losses (all steps, a resumed run's included), dev scores and folders;
+    ``epochs`` is how many passes over the ``questions`` its steps made."""
 
     config: TrainReaderConfig
+    questions: int
+    epochs: float
     losses: list[float]
     dev: list[DevScore]
     best: DevScore | None
@@ -68,13 +72,10 @@ class TrainSummary:
 
 
 def _score(prediction: str, answers: Sequence[str], fmt: ReaderFormat) -> tuple[float, float]:
-    """EM (several answers: the predicted set equals the gold set) and token F1 against the joined target."""
-    if fmt.answer_joiner is None or len(answers) <= 1:
-        golds = list(answers) or [""]
-        return exact_match(prediction, golds), token_f1(prediction, golds)
-    predicted = {normalize_answer(a) for a in fmt.split(prediction)}
-    gold = {normalize_answer(a) for a in answers}
-    return float(predicted == gold), token_f1(prediction, [fmt.target(answers)])
+    """EM as the answers' kind reads it (:meth:`ReaderFormat.exact`) and token F1: the best over aliases, or
+    against the joined target of a set."""
+    golds = (list(answers) if fmt.answers == "aliases" else [fmt.target(answers)]) or [""]
+    return fmt.exact(prediction, answers), token_f1(prediction, golds)
 
 
 def evaluate_reader(reader: FiDReader, examples: Sequence[Example], fmt: ReaderFormat, *,
@@ -100,8 +101,8 @@ def latest_checkpoint(out: str | Path) -> Path | None:
     return max(found, key=lambda p: int(p.name[len(CHECKPOINT):]), default=None)
 
 
-def _schedule(config: TrainReaderConfig) -> Callable[[int], float]:
-    warmup, steps, linear = config.warmup_steps, config.steps, config.schedule == "linear"
+def _schedule(config: TrainReaderConfig, steps: int) -> Callable[[int], float]:
+    warmup, linear = config.warmup(steps), config.schedule == "linear"
 
     def scale(step: int) -> float:
         if step < warmup:
@@ -187,6 +188,7 @@ def train_reader(
     examples, dev_examples = list(train), list(dev or ())
     if not examples:
         raise InputError("no training questions; give a file with at least one question and its answers")
+    total = config.total_steps(len(examples))
     if config.reader.precision == "fp16":
         raise ConfigError("precision fp16 is for reading only: T5 overflows in fp16 training; train with bf16")
     fmt = config.reader.reader_format()
@@ -200,11 +202,13 @@ def train_reader(
     if config.gradient_checkpointing:
         reader.gradient_checkpointing()
     optimizer = torch.optim.AdamW(reader.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config, total))
     step, losses, scores = 0, [], []
     best: DevScore | None = None
     if latest is not None:
-        state = torch.load(latest / TRAINER_STATE, weights_only=False)
+        # a checkpoint written on a GPU holds cuda tensors: read them on the CPU (the optimiser moves its state to
+        # the parameters' device; RNG states are CPU tensors anyway)
+        state = torch.load(latest / TRAINER_STATE, weights_only=False, map_location="cpu")
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         _set_rng_state(state["rng"])
@@ -228,7 +232,7 @@ def train_reader(
         (folder / "dev_score.json").write_text(json.dumps(score, indent=2) + "\n", encoding="utf-8")
 
     reader.model.train()
-    while step < config.steps:
+    while step < total:
         chunk = [examples[i] for i in _batch_indices(step, len(examples), config.reader.batch_size, config.seed)]
         batch = collator_for(reader, fmt, chunk, retriever)(chunk)
         check_encodable(batch, reader.tokenizer, reader.name)
@@ -238,7 +242,7 @@ def train_reader(
         optimizer.zero_grad(set_to_none=True)
         step += 1
         losses.append(loss)
-        if dev_examples and (step % config.eval_every == 0 or step == config.steps):
+        if dev_examples and (step % config.eval_every == 0 or step == total):
             score = evaluate_reader(reader, dev_examples, fmt, retriever=retriever, step=step,
                                     batch_size=config.reader.batch_size, num_beams=config.reader.num_beams)
             reader.model.train()
@@ -248,14 +252,15 @@ def train_reader(
                 _write_folder(out / "best", save_best)
             if on_dev is not None:
                 on_dev(score)
-        if step % config.checkpoint_every == 0 or step == config.steps:
+        if step % config.checkpoint_every == 0 or step == total:
             _write_folder(out / f"{CHECKPOINT}{step:07d}", save_checkpoint)
             _prune(out, config.keep_checkpoints)
         if progress is not None:
             progress(step, loss)
     final = out / f"{CHECKPOINT}{step:07d}"  # the last step always writes one (or a resume found it)
-    return TrainSummary(config, losses, scores, best, final, out / "best" if best else None, resumed_from,
-                        no_context, time.perf_counter() - start)
+    epochs = step / math.ceil(len(examples) / config.reader.batch_size)
+    return TrainSummary(config, len(examples), epochs, losses, scores, best, final, out / "best" if best else None,
+                        resumed_from, no_context, time.perf_counter() - start)
 
 
 def _train_step(reader: FiDReader, batch: ReaderBatch, config: TrainReaderConfig) -> float:
@@ -281,7 +286,7 @@ def _train_step(reader: FiDReader, batch: ReaderBatch, config: TrainReaderConfig
 
 
 # Settings a resumed run may change without becoming another run.
-_FREE = {"steps", "checkpoint_every", "keep_checkpoints", "eval_every", "reader.model", "reader.device"}
+_FREE = {"epochs", "steps", "checkpoint_every", "keep_checkpoints", "eval_every", "reader.model", "reader.device"}
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -298,8 +303,8 @@ def _check_same_run(checkpoint: Path, config: TrainReaderConfig) -> None:
     changed = [f"{k} {saved.get(k)} -> {now[k]}" for k in sorted(now) if k not in _FREE and saved.get(k) != now[k]]
     if changed:
         raise ConfigError(f"--resume: settings differ from those of {checkpoint.name}: {', '.join(changed)}; an "
-                          "exact resume needs the same settings (only steps, checkpoint/eval intervals, device may "
-                          "change): use them, or start a new run in another --out")
+                          "exact resume needs the same settings (only epochs, steps, checkpoint/eval intervals, "
+                          "device may change): use them, or start a new run in another --out")
 
 
 def _prune(out: Path, keep: int) -> None:

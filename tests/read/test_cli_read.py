@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,10 @@ def test_train_reader_then_read_then_eval(tmp_path: Path, tiny_reader_dir: Path)
     examples = [Example(f"L2_Q{i}_P1_{i}", ex.question, ex.answers, ctxs=ex.ctxs)
                 for i, ex in enumerate(examples)]
     train = write_fid(tmp_path / "train.jsonl", examples)
-    code, _, err = _odqa("train-reader", train, "--model", tiny_reader_dir, "--out", tmp_path / "run",
-                         "--dev", train, "--steps", "100", "--lr", "3e-3", "--warmup", "10", "--n-context", "4",
+    complex_tr = ["--dataset", "complex-tr", "--joiner", " and "]  # a set of answers (the word tokenizer lacks $)
+    code, _, err = _odqa("train-reader", train, *complex_tr, "--model", tiny_reader_dir, "--out", tmp_path / "run",
+                         "--dev", train, "--epochs", "1000", "--steps", "100", "--lr", "3e-3", "--warmup", "10",
+                         "--n-context", "4",
                          "--max-length", "24", "--answer-length", "8", "--batch-size", "8",
                          "--eval-every", "50", "--checkpoint-every", "50", "--device", "cpu")
     assert code == 0, err
@@ -46,7 +49,9 @@ def test_train_reader_then_read_then_eval(tmp_path: Path, tiny_reader_dir: Path)
     assert (tmp_path / "run" / "best" / "dev_score.json").is_file()
 
     pred = tmp_path / "pred.jsonl"
-    code, _, err = _odqa("read", train, "--model", tmp_path / "run" / "best", "--out", pred, "--n-context", "4",
+    assert re.search(r"epochs\W+100\.00 \(8 questions\)", err)  # 8 questions, a batch of 8: 100 passes
+    code, _, err = _odqa("read", train, *complex_tr, "--model", tmp_path / "run" / "best", "--out", pred,
+                         "--n-context", "4",
                          "--max-length", "24", "--batch-size", "3", "--beams", "2", "--device", "cpu")
     assert code == 0, err
     assert "questions" in err and "8" in err and "output" in err

@@ -14,7 +14,7 @@ from reader_tasks import copy_task
 from odqa.errors import ConfigError, InputError, ModelError, ResourceError
 from odqa.read.config import ReadConfig
 from odqa.read.data import ReaderBatch, ReaderCollator, ReaderFormat
-from odqa.read.infer import predict, read
+from odqa.read.infer import ReadStats, predict, read
 from odqa.read.model import FiDReader, fused_mask
 from odqa.records import Document, Example
 
@@ -98,11 +98,33 @@ def test_fp16_on_cpu_is_refused(tiny_reader_dir: Path) -> None:
         FiDReader.load(str(tiny_reader_dir), device="cpu", precision="fp16")
 
 
-def test_bf16_autocast_reads_on_cpu(tiny_reader_dir: Path) -> None:
-    reader = FiDReader.load(str(tiny_reader_dir), device="cpu", precision="bf16")
-    batch = _batch(reader, copy_task(2), n=3)
-    assert torch.isfinite(reader.loss(batch))
-    assert len(reader.generate(batch, max_length=3)) == 2
+def test_bf16_runs_the_model_in_bf16_where_the_cpu_computes_it(tiny_reader_dir: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import odqa.embed.openvino as openvino
+
+    monkeypatch.setattr(openvino, "cpu_bf16", lambda: True)  # a CPU with AVX-512 BF16 / AMX
+    seen: dict[str, list[torch.dtype]] = {"bf16": [], "fp32": []}
+    for precision in ("bf16", "fp32"):
+        reader = FiDReader.load(str(tiny_reader_dir), device="cpu", precision=precision)  # type: ignore[arg-type]
+        dense = [m for m in reader.model.modules() if isinstance(m, torch.nn.Linear)]
+        for module in dense:
+            module.register_forward_hook(lambda _m, _i, out, p=precision: seen[p].append(out.dtype))
+        batch = _batch(reader, copy_task(2), n=3)
+        assert torch.isfinite(reader.loss(batch))
+        assert len(reader.generate(batch, max_length=3)) == 2
+        assert next(reader.model.parameters()).dtype == torch.float32  # weights stay fp32 under autocast
+    assert seen["bf16"] and set(seen["bf16"]) == {torch.bfloat16}  # every matmul of the forward ran in bf16
+    assert set(seen["fp32"]) == {torch.float32}
+
+
+def test_bf16_is_refused_where_the_cpu_would_emulate_it(tiny_reader_dir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import odqa.embed.openvino as openvino
+
+    monkeypatch.setattr(openvino, "cpu_bf16", lambda: False)  # an AVX2-only CPU, such as this build machine
+    with pytest.raises(ConfigError, match="bf16 would run emulated on this CPU") as caught:
+        FiDReader.load(str(tiny_reader_dir), device="cpu", precision="bf16")
+    assert "\n" not in str(caught.value)
 
 
 def test_a_tokenizer_that_cannot_encode_the_input_is_an_input_error(reader: FiDReader) -> None:
@@ -113,6 +135,23 @@ def test_a_tokenizer_that_cannot_encode_the_input_is_an_input_error(reader: FiDR
                                          r"'<unk>'.*mT5") as caught:
         predict(reader, collate, [foreign])
     assert "\n" not in str(caught.value)
+
+
+def test_read_records_a_question_it_cannot_encode_and_goes_on(reader: FiDReader, tiny_reader_dir: Path) -> None:
+    tasks = copy_task(3)
+    foreign = Example("ja", "コードは何ですか", answers=("林檎",), ctxs=(Document("d", "コード", "コードは林檎です"),))
+    examples = [tasks[0], foreign, tasks[1], tasks[2]]
+    stats = ReadStats()
+    config = ReadConfig(model=str(tiny_reader_dir), n_context=3, max_length=24, batch_size=2, device="cpu")
+    predictions = list(read(examples, config, reader=reader, stats=stats))
+    assert [p.id for p in predictions] == ["q0", "ja", "q1", "q2"]  # input order, nobody dropped
+    alone = [next(read([ex], config, reader=reader)) for ex in tasks]  # each read in a batch of its own
+    assert [p.prediction for p in predictions if p.id != "ja"] == [p.prediction for p in alone]
+    skipped = predictions[1]
+    assert skipped.prediction == "" and skipped.answers == () and skipped.error is not None
+    assert "maps" in skipped.error and "'<unk>'" in skipped.error
+    assert skipped.to_json()["error"] == skipped.error and "error" not in predictions[0].to_json()
+    assert stats.questions == 4 and stats.unreadable == 1 and stats.passages == 9
 
 
 class _SmallMemoryReader(FiDReader):

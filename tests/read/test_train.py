@@ -17,14 +17,14 @@ from odqa.read.config import ReadConfig, TrainReaderConfig
 from odqa.read.data import ReaderBatch, ReaderFormat
 from odqa.read.infer import read
 from odqa.read.model import FiDReader
-from odqa.read.train import latest_checkpoint, train_reader
+from odqa.read.train import _score, latest_checkpoint, train_reader
 from odqa.records import Example, Hit, Passage
 
 
 def _config(model: Path, **changes: object) -> TrainReaderConfig:
     reader = ReadConfig(model=str(model), n_context=3, max_length=24, answer_max_length=6, batch_size=8,
-                        device="cpu")
-    base = TrainReaderConfig(reader=reader, steps=100, lr=3e-3, warmup_steps=10, schedule="constant",
+                        device="cpu", answers="set", answer_joiner=" and ")  # the word tokenizer knows "and"
+    base = TrainReaderConfig(reader=reader, epochs=1000, steps=100, lr=3e-3, warmup_steps=10, schedule="constant",
                              checkpoint_every=100, eval_every=50, seed=0)
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -39,7 +39,7 @@ def test_training_learns_to_copy_the_answer_from_the_right_passage(tmp_path: Pat
     assert summary.best_dir == tmp_path / "run" / "best" and (summary.best_dir / "dev_score.json").is_file()
     assert summary.checkpoint == tmp_path / "run" / "checkpoint-0000100"
     predictions = list(read(train, ReadConfig(model=str(summary.best_dir), n_context=3, max_length=24,
-                                              batch_size=4, device="cpu")))
+                                              batch_size=4, device="cpu", answers="set", answer_joiner=" and ")))
     assert [p.answers for p in predictions] == [ex.answers for ex in train]
     assert predictions[-1].prediction == " and ".join(train[-1].answers)  # two answers, joined and split back
 
@@ -57,13 +57,76 @@ def test_the_trained_reader_copies_from_passages_it_never_saw(tmp_path: Path, ti
 
 def test_multi_answer_targets_round_trip_through_the_connector() -> None:
     for joiner in (" and ", " ; ", " $and "):
-        fmt = ReaderFormat(answer_joiner=joiner)
+        fmt = ReaderFormat(answers="set", answer_joiner=joiner)
         for answers in (["Real Madrid"], ["Real Madrid", "Inter Milan"], ["A", "B", "C"]):
             assert fmt.split(fmt.target(answers)) == answers
-    first = ReaderFormat(answer_joiner=None)
-    assert first.target(["Tom and Jerry", "T&J"]) == "Tom and Jerry"
-    assert first.split("Tom and Jerry") == ["Tom and Jerry"]
+    aliases = ReaderFormat(answers="aliases")
+    assert aliases.target(["Tom and Jerry", "T&J"]) == "Tom and Jerry"
+    assert aliases.split("Tom and Jerry") == ["Tom and Jerry"]
     assert ReaderFormat().split("") == []
+
+
+def test_dev_exact_match_compares_like_with_like_when_an_answer_holds_the_joiner() -> None:
+    answer_set = ReaderFormat(answers="set", answer_joiner=" and ")
+    gold = ["Tom and Jerry", "Scooby-Doo"]
+    for prediction in ("Tom and Jerry and Scooby-Doo", "Scooby-Doo and Tom and Jerry", "scooby-doo and TOM AND JERRY"):
+        assert _score(prediction, gold, answer_set) == (1.0, 1.0)
+    for wrong in ("Tom and Jerry", "Tom and Scooby-Doo", "Jerry and Tom and Scooby-Doo", "Tom and Jerry and Scooby-Doo"
+                  " and Garfield"):
+        assert _score(wrong, gold, answer_set)[0] == 0.0
+    assert _score("Tom and Jerry", ["Tom and Jerry"], answer_set)[0] == 1.0  # one member, never split
+    aliases = ReaderFormat(answers="aliases")  # NQ / TriviaQA / TimeQA: names of one answer, the target is one
+    assert _score("T&J", ["Tom and Jerry", "T&J"], aliases) == (1.0, 1.0)
+    assert _score("Tom and Jerry", ["Tom and Jerry", "T&J"], aliases) == (1.0, 1.0)
+    assert _score("Tom and Jerry and T&J", ["Tom and Jerry", "T&J"], aliases)[0] == 0.0
+
+
+def test_the_answers_convention_is_the_datasets_unless_given() -> None:
+    assert ReadConfig().reader_format().answers == "aliases"  # a FiD file: NQ, TriviaQA
+    for dataset, kind in (("complex-tr", "set"), ("timeqa", "aliases"), ("fid", "aliases")):
+        assert ReadConfig(dataset=dataset).reader_format().answers == kind
+    complex_tr = ReadConfig(dataset="complex-tr").reader_format()
+    assert complex_tr.target(["Tom and Jerry", "Scooby-Doo"]) == "Tom and Jerry $and Scooby-Doo"
+    assert ReadConfig(dataset="complex-tr", answers="aliases").reader_format().answers == "aliases"
+    with pytest.raises(ConfigError, match="dataset 'nq' is not valid; choose one of: complex-tr, fid"):
+        ReadConfig(dataset="nq")
+
+
+def test_the_best_checkpoint_is_chosen_on_set_equality_with_a_joiner_inside_an_answer(
+        tmp_path: Path, tiny_reader_dir: Path) -> None:
+    # the gold member "apple and tiger" holds the joiner: a reader that learns the target must score dev EM 1
+    train = [Example(ex.id, ex.question, ("apple and tiger", ex.answers[0]), ctxs=ex.ctxs) for ex in copy_task(4)]
+    summary = train_reader(train, tmp_path / "run", _config(tiny_reader_dir), dev=train)
+    assert summary.best is not None and summary.best.exact == 1.0
+
+
+def test_a_checkpoint_written_on_a_gpu_resumes_on_a_cpu(tmp_path: Path, tiny_reader_dir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.serialization
+
+    config = _config(tiny_reader_dir, steps=2, checkpoint_every=1)
+    train_reader(copy_task(4), tmp_path / "run", config)
+    state_file = tmp_path / "run" / "checkpoint-0000002" / "trainer.pt"
+    state = torch.load(state_file, weights_only=False)
+    with monkeypatch.context() as patch:  # written as a GPU run writes it: every tensor tagged cuda:0
+        patch.setattr(torch.serialization, "location_tag", lambda storage: "cuda:0")
+        torch.save(state, state_file)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            torch.load(state_file, weights_only=False)  # what a load without map_location does here
+    resumed = train_reader(copy_task(4), tmp_path / "run", replace(config, steps=3), resume=True)
+    assert resumed.resumed_from == 2 and len(resumed.losses) == 3
+
+
+def test_the_run_follows_the_data_epochs_with_steps_as_a_cap(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    config = replace(_config(tiny_reader_dir), epochs=3, steps=None, warmup_steps=None)
+    config = replace(config, reader=replace(config.reader, batch_size=4))
+    summary = train_reader(copy_task(12), tmp_path / "run", config)  # 12 questions, 4 a step: 3 steps an epoch
+    assert len(summary.losses) == 9 and summary.epochs == 3.0 and summary.questions == 12
+    capped = train_reader(copy_task(12), tmp_path / "capped", replace(config, steps=4))
+    assert len(capped.losses) == 4 and capped.epochs == pytest.approx(4 / 3)
+    assert TrainReaderConfig().total_steps(12) == 120 and TrainReaderConfig().warmup(120) == 12
+    assert TrainReaderConfig(steps=50).total_steps(12) == 50
 
 
 def _parameters(folder: Path) -> dict[str, torch.Tensor]:
