@@ -191,6 +191,19 @@ def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
     return count
 
 
+def _title(raw: Any, index: int, where: tuple[str | Path, int | None]) -> str:
+    """A context's title as text: a string as given; a JSON number is a title too (an article named 1999) and
+    keeps its JSON spelling (1999, 0, 2.5); missing or null is no title. Anything else is refused."""
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return json.dumps(raw)
+    raise FormatError(f"context {index}: 'title' must be a string or a number, got {json.dumps(raw)[:80]}",
+                      path=where[0], line=where[1])
+
+
 def _ctx_to_document(ctx: Any, index: int, example_id: str, where: tuple[str | Path, int | None]) -> Document:
     if isinstance(ctx, str):
         return Document(id=f"{example_id}:{index}", title="", text=ctx)
@@ -201,7 +214,7 @@ def _ctx_to_document(ctx: Any, index: int, example_id: str, where: tuple[str | P
     meta = {k: v for k, v in ctx.items() if k not in {"id", "title", "text", "url"}}
     return Document(
         id=str(cid) if cid not in (None, "") else f"{example_id}:{index}",
-        title=str(ctx.get("title") or ""),
+        title=_title(ctx.get("title"), index, where),
         text=ctx["text"],
         url=ctx.get("url"),
         meta=meta,

@@ -204,3 +204,15 @@ def test_a_named_pipe_is_read_like_a_file(tmp_path: Path) -> None:
         if writer.is_alive():  # the reader failed before opening the pipe: open it so the writer can finish
             os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer.join(timeout=10)
+
+
+def test_a_context_title_is_kept_as_its_json_spelling() -> None:
+    # an article may be named by a number ("1999", "0"): a number in the JSON is that title, spelled as JSON does
+    record = json.loads('{"question": "q", "ctxs": [{"title": 1999, "text": "a"}, {"title": 0, "text": "b"}, '
+                        '{"title": 2.5, "text": "c"}, {"title": null, "text": "d"}, {"text": "e"}, '
+                        '{"title": "1999", "text": "f"}]}')
+    titles = [d.title for d in example_from_dict(record).ctxs or ()]
+    assert titles == ["1999", "0", "2.5", "", "", "1999"]
+    for bad in (True, ["a"], {"x": 1}):
+        with pytest.raises(FormatError, match="context 0: 'title' must be a string or a number"):
+            example_from_dict({"question": "q", "ctxs": [{"title": bad, "text": "a"}]})
