@@ -19,8 +19,8 @@ from odqa.bench._common import bench_dir, machine, say, write_json
 
 __all__ = ["SUITES", "BenchRun", "Suite", "run_bench"]
 
-Suite = Literal["refine", "index", "crawl", "hybridqa", "reader", "report"]
-SUITES: tuple[Suite, ...] = ("refine", "index", "crawl", "hybridqa", "reader", "report")
+Suite = Literal["refine", "index", "scale", "crawl", "hybridqa", "reader", "report"]
+SUITES: tuple[Suite, ...] = ("refine", "index", "scale", "crawl", "hybridqa", "reader", "report")
 
 
 @dataclass
@@ -68,6 +68,15 @@ def _index(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> Non
     run.failures += index.check(results, floors["index"])
 
 
+def _scale(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
+    from odqa.bench import plots, scale
+
+    say("scale: BM25 and dense indexes at 100K+ synthetic passages, each build and search in a fresh process")
+    results = run.results["scale"] = scale.run(quick)
+    run.failures += scale.check(results, floors["scale"])
+    run.files.append(plots.scale_curves(results, out / ("scale-quick.png" if quick else "scale.png")))
+
+
 def _hybridqa(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> None:
     from odqa.bench import hybridqa
 
@@ -92,8 +101,8 @@ def _report(quick: bool, out: Path, floors: dict[str, Any], run: BenchRun) -> No
     run.results["report"] = report.run(quick)
 
 
-_RUNNERS = {"refine": _refine, "index": _index, "crawl": _crawl, "hybridqa": _hybridqa, "reader": _reader,
-            "report": _report}
+_RUNNERS = {"refine": _refine, "index": _index, "scale": _scale, "crawl": _crawl, "hybridqa": _hybridqa,
+            "reader": _reader, "report": _report}
 
 
 def run_bench(suites: Sequence[Suite], out: str | Path, *, quick: bool = False,

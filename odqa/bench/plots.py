@@ -7,7 +7,7 @@ from typing import Any
 
 from odqa._optional import require
 
-__all__ = ["crawl_against_bound", "recall_curves", "throughput_by_batch"]
+__all__ = ["crawl_against_bound", "recall_curves", "scale_curves", "throughput_by_batch"]
 
 
 def _pyplot() -> Any:
@@ -83,4 +83,34 @@ def crawl_against_bound(crawl: dict[str, Any], path: Path) -> Path:
     ax.set_title(f"crawl fetch throughput against the bound ({rows[0]['hosts']} hosts, "
                  f"{rows[0]['latency_s'] * 1000:.0f} ms latency)", fontsize=10)
     ax.legend(fontsize=8)
+    return _save(plt, fig, path)
+
+
+def scale_curves(scale: dict[str, Any], path: Path) -> Path:
+    """Peak memory and build time per passage against N (log scale), measured and projected to DPR's 21M."""
+    plt = _pyplot()
+    fig, (memory, time) = plt.subplots(1, 2, figsize=(11, 4))
+    target = scale["projection_n"]
+    for name, part in scale["rows"].items():
+        rows = part["rows"]
+        ns = [r["n"] for r in rows]
+        for ax, key in ((memory, "build_peak_mb"), (time, "build_us_per_passage")):
+            line = ax.plot(ns, [r[key] for r in rows], marker="o", label=f"{name} build")[0]
+            ax.plot([ns[-1], target], [rows[-1][key], part["projection"][key]], linestyle=":",
+                    color=line.get_color())
+        if "search_peak_mb" in rows[0]:
+            line = memory.plot(ns, [r["search_peak_mb"] for r in rows], marker="s", linestyle="--",
+                               label=f"{name} search")[0]
+            memory.plot([ns[-1], target], [rows[-1]["search_peak_mb"], part["projection"]["search_peak_mb"]],
+                        linestyle=":", color=line.get_color())
+    for ax, label in ((memory, "peak RSS (MB)"), (time, "build time per passage (µs)")):
+        ax.set_xscale("log")
+        ax.axvline(target, color="grey", linewidth=0.8)
+        ax.set_xlabel(f"passages (dotted: projected to {target:,})")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    memory.set_yscale("log")
+    memory.legend(fontsize=7)
+    memory.set_title("peak resident memory, each step in a fresh process", fontsize=9)
+    time.set_title("build cost per passage (flat = linear in N)", fontsize=9)
     return _save(plt, fig, path)

@@ -1,5 +1,5 @@
-"""``odqa bench refine|index|crawl|hybridqa|reader|report|all``: throughput and quality benchmarks, JSON results, PNG
-plots, floors."""
+"""``odqa bench refine|index|scale|crawl|hybridqa|reader|report|all``: throughput and quality benchmarks, JSON
+results, PNG plots, floors."""
 
 from __future__ import annotations
 
@@ -77,6 +77,14 @@ def refine_command(out: OutOpt = DEFAULT_OUT, quick: QuickOpt = False, check: Ch
 def index_command(out: OutOpt = DEFAULT_OUT, quick: QuickOpt = False, check: CheckOpt = False) -> None:
     """Corpus indexes: FAISS and BM25 build and search speed, recall, peak memory as the corpus grows."""
     _run(["index"], out, quick, check)
+
+
+@bench_app.command("scale")
+@guarded
+def scale_command(out: OutOpt = DEFAULT_OUT, quick: QuickOpt = False, check: CheckOpt = False) -> None:
+    """Wikipedia scale: BM25 and dense (from vectors) build and search on a synthetic corpus of 100K and 400K
+    passages (--quick) or up to 5M, peak memory of each step in a fresh process, projected to 21M."""
+    _run(["scale"], out, quick, check)
 
 
 @bench_app.command("crawl")

@@ -1,0 +1,181 @@
+"""``odqa bench scale``: BM25 and dense indexes at DPR scale, on a synthetic corpus, each step in a fresh process.
+
+The corpus is :mod:`odqa.bench.synthetic`'s (100-word passages with TimeQA's word frequencies and a vocabulary
+that keeps growing), written once as DPR TSV; a corpus of N passages is its first N. Every build and every
+search runs in a fresh Python process that reports its own peak resident memory (VmHWM: file pages it mapped
+count too) and its anonymous memory at the end. Rows per N:
+
+- BM25 (``odqa index build --kind bm25`` on the TSV): build passages/s, peak RSS, bytes on disk per passage
+  (passage text, per-shard term counts, the bm25s index), vocabulary size; search questions/s at k=100 and its
+  peak RSS;
+- dense from imported vectors (clustered unit vectors, so encoding cost does not hide the index's), per FAISS
+  factory: build passages/s, peak RSS, bytes on disk per passage, search questions/s at k=100, recall@10
+  against exact search.
+
+``--quick`` (the CI gate) runs N = 100K and 400K; the full run adds 1M and 5M. Time and memory are projected to
+DPR's 21,015,324 passages from the two largest N (a straight line: the costs are linear in N). Floors
+(``bench/floors.json``, ``scale``): the peak RSS of the BM25 and IVF-PQ builds may grow at most 1.3x from 100K
+to 400K.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from odqa.bench._common import say
+
+__all__ = ["QUICK_SIZES", "SIZES", "WIKIPEDIA", "check", "project", "run"]
+
+QUICK_SIZES = (100_000, 400_000)
+SIZES = (100_000, 400_000, 1_000_000, 5_000_000)
+WIKIPEDIA = 21_015_324  # passages in DPR's psgs_w100.tsv
+QUESTIONS = 100
+K = 100
+
+
+def _memory() -> dict[str, float]:
+    """This process's peak resident memory and its anonymous memory now (MiB), from /proc/self/status."""
+    fields = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "RssAnon"):
+                fields[key] = int(value.split()[0]) / 1024
+    return {"peak_mb": fields["VmHWM"], "anon_mb": fields["RssAnon"]}
+
+
+def _folder_bytes(folder: Path, pattern: str = "**/*") -> int:
+    return sum(p.stat().st_size for p in folder.glob(pattern) if p.is_file())
+
+
+def _bm25_build(task: dict[str, Any]) -> dict[str, Any]:
+    from odqa.index import IndexConfig, build_index, read_passages
+
+    out = Path(task["out"])
+    started = time.perf_counter()
+    manifest = build_index(islice(read_passages(task["corpus"]), task["n"]), out, IndexConfig(kind="bm25"))
+    seconds = time.perf_counter() - started
+    with (out / "bm25" / "vocab.index.json").open(encoding="utf-8") as fh:
+        vocabulary = len(json.load(fh)) - 1  # less bm25s' empty token
+    return {"seconds": seconds, "passages": manifest.count, "vocabulary": vocabulary,
+            "text_bytes": _folder_bytes(out, "shards/*.passages.jsonl") + _folder_bytes(out, "shards/*.offsets.npy"),
+            "terms_bytes": _folder_bytes(out, "shards/*.bm25-*"), "index_bytes": _folder_bytes(out / "bm25"),
+            "total_bytes": _folder_bytes(out)}
+
+
+def _bm25_search(task: dict[str, Any]) -> dict[str, Any]:
+    from odqa.bench.synthetic import questions
+    from odqa.retrieve.sparse import BM25Retriever
+
+    started = time.perf_counter()
+    retriever = BM25Retriever(task["out"])
+    load_s = time.perf_counter() - started
+    asked = questions(QUESTIONS, task["n"])
+    retriever.search(asked[:1], K)  # first touch of the vocabulary and the matrix headers
+    started = time.perf_counter()
+    hits = retriever.search(asked, K)
+    seconds = time.perf_counter() - started
+    return {"load_s": load_s, "seconds": seconds, "qps": len(asked) / seconds,
+            "hits": sum(len(row) for row in hits) / len(hits)}
+
+
+_TASKS = {"bm25-build": _bm25_build, "bm25-search": _bm25_search}
+
+
+def _fresh(task: dict[str, Any]) -> dict[str, Any]:
+    """Run ``task`` in a fresh Python process (niced like its parent); its figures and its own memory."""
+    command = [sys.executable, "-m", "odqa.bench.scale", json.dumps(task)]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if done.returncode:
+        raise RuntimeError(f"bench scale step {task['task']} at {task['n']:,} failed:\n{done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def bm25_rows(corpus: Path, sizes: Sequence[int], work: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n in sizes:
+        out = work / f"bm25-{n}"
+        build = _fresh({"task": "bm25-build", "corpus": str(corpus), "n": n, "out": str(out)})
+        search = _fresh({"task": "bm25-search", "n": n, "out": str(out)})
+        row = {"n": n, "build_pps": n / build["seconds"], "build_us_per_passage": build["seconds"] / n * 1e6,
+               "build_peak_mb": build["peak_mb"], "build_s": build["seconds"], "vocabulary": build["vocabulary"],
+               "disk_bytes_per_passage": build["total_bytes"] / n,
+               "index_bytes_per_passage": build["index_bytes"] / n, "terms_bytes_per_passage": build["terms_bytes"] / n,
+               "text_bytes_per_passage": build["text_bytes"] / n,
+               "search_qps": search["qps"], "search_peak_mb": search["peak_mb"], "search_anon_mb": search["anon_mb"],
+               "search_load_s": search["load_s"]}
+        rows.append(row)
+        say(f"BM25 {n:>9,}: build {row['build_pps']:,.0f} passages/s, peak RSS {row['build_peak_mb']:,.0f} MB, "
+            f"{row['disk_bytes_per_passage']:,.0f} B/passage on disk (index {row['index_bytes_per_passage']:,.0f}), "
+            f"vocabulary {row['vocabulary']:,}; search k={K} {row['search_qps']:,.1f} q/s, peak RSS "
+            f"{row['search_peak_mb']:,.0f} MB ({row['search_anon_mb']:,.0f} MB anonymous)")
+        for path in sorted(out.rglob("*"), reverse=True):  # the largest outputs are many GB: removed once measured
+            path.rmdir() if path.is_dir() else path.unlink()
+    return rows
+
+
+def project(rows: Sequence[dict[str, Any]], key: str, n: int = WIKIPEDIA) -> float:
+    """``key`` at ``n`` passages on the straight line through the two largest measured N."""
+    a, b = rows[-2], rows[-1]
+    slope = (b[key] - a[key]) / (b["n"] - a["n"])
+    return float(b[key] + slope * (n - b["n"]))
+
+
+def _part(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A row set with its projection to DPR's Wikipedia and its build memory's growth from the first to second N."""
+    keys = ("build_peak_mb", "build_us_per_passage", "search_peak_mb")
+    projection: dict[str, float] = {key: project(rows, key) for key in keys if key in rows[0]}
+    projection["build_hours"] = projection["build_us_per_passage"] * WIKIPEDIA / 1e6 / 3600
+    projection["disk_gb"] = rows[-1]["disk_bytes_per_passage"] * WIKIPEDIA / 1e9
+    return {"rows": rows, "projection": projection,
+            "build_rss_ratio": rows[1]["build_peak_mb"] / rows[0]["build_peak_mb"]}
+
+
+def run(quick: bool = False, work: Path | None = None) -> dict[str, Any]:
+    """Every row as one JSON-able dict; ``work`` (default: a temporary folder) holds the corpus and indexes."""
+    import tempfile
+
+    from odqa.bench.synthetic import write_tsv
+
+    sizes = QUICK_SIZES if quick else SIZES
+    parts: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        folder = Path(tmp)
+        started = time.perf_counter()
+        corpus = write_tsv(folder / "corpus.tsv", sizes[-1])
+        say(f"synthetic corpus: {sizes[-1]:,} passages in {time.perf_counter() - started:.0f} s "
+            f"({corpus.stat().st_size / 1e9:.2f} GB of DPR TSV)")
+        parts["BM25"] = _part(bm25_rows(corpus, sizes, folder))
+    for name, part in parts.items():
+        projection = part["projection"]
+        say(f"{name}: build peak RSS {sizes[1]:,} / {sizes[0]:,} passages {part['build_rss_ratio']:.2f}; projected at "
+            f"{WIKIPEDIA:,}: build {projection['build_peak_mb']:,.0f} MB, {projection['build_hours']:.1f} h, "
+            f"{projection['disk_gb']:.0f} GB on disk")
+    return {"sizes": list(sizes), "questions": QUESTIONS, "k": K, "projection_n": WIKIPEDIA,
+            "load_average": os.getloadavg()[0], "rows": parts}
+
+
+def check(results: dict[str, Any], floors: dict[str, Any]) -> list[str]:
+    """Failures: a build whose peak RSS grew more than the pinned ratio from 100K to 400K passages."""
+    failures = []
+    for name, limit in floors["build_rss_ratio_max"].items():
+        ratio = results["rows"][name]["build_rss_ratio"]
+        if ratio > limit:
+            failures.append(f"scale {name} build peak RSS {results['sizes'][1]:,} / {results['sizes'][0]:,} passages "
+                            f"{ratio:.2f} > {limit}")
+    return failures
+
+
+if __name__ == "__main__":  # one step in a fresh process: TASK-JSON; prints its figures and memory as JSON
+    task = json.loads(sys.argv[1])
+    figures = _TASKS[task["task"]](task)
+    print(json.dumps(figures | _memory()))
