@@ -9,6 +9,7 @@ offsets (code points) into a passage's text, one list per question and passage.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,9 @@ def _read_predictions(path: str) -> dict[str, str]:
 
 
 def _score(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    """A passage's score to 5 significant digits; None where it has none, or a non-finite one (NaN, Infinity: no
+    JSON parser in a browser reads them)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(f"{value:.5g}")
     return None
 
@@ -214,4 +217,8 @@ def _run_entry(
             passages.shown.add(pid)
         pids.append(pid)
         scores.append(_score(doc.meta.get("score")))
-    return {"first": first, "p": pids, "s": scores}
+    entry: dict[str, Any] = {"first": first, "p": pids, "s": scores}
+    if any(isinstance(doc.meta.get("score"), float) and not math.isfinite(doc.meta["score"])
+           for doc in found.ctxs or ()):
+        entry["nonfinite"] = True  # the page shows its null scores as such
+    return entry

@@ -120,8 +120,9 @@ def recall_chart(data: Mapping[str, Any], width: int = 560, height: int = 300) -
 
 
 def _json_for_script(data: object) -> str:
-    """Compact JSON that cannot end its ``<script>`` element early (``<`` written as ``\\u003c``)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    """Compact, strict JSON (no NaN: the page's JSON.parse would fail) that cannot end its ``<script>`` element
+    early (``<`` written as ``\\u003c``)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 PASSAGE_BLOCK = 1000  # passage-table rows per embedded block; the page parses a block when it first shows a row

@@ -48,7 +48,7 @@ def write_report(config: ReportConfig) -> ReportSummary:
     if config.json_out is not None:
         json_out = Path(config.json_out)
         with atomic_write(json_out) as fh:
-            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
+            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             fh.write("\n")
     runs = [{k: v for k, v in run.items() if k != "curve"} for run in data["runs"]]
     return ReportSummary(Path(config.out), len(page.encode("utf-8")), json_out, len(data["questions"]), runs)

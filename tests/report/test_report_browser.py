@@ -152,3 +152,23 @@ def test_highlights_land_on_the_answer_past_astral_characters(driver: Any, tmp_p
     driver.get((tmp_path / "r.html").as_uri())
     _wait(lambda: driver.execute_script("return window.odqaReady !== undefined"))
     assert [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#list mark")] == ["1954", "Café", "1954"]
+
+
+def test_a_run_with_nan_scores_draws_its_questions(driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    run = tmp_path / "nan.jsonl"
+    run.write_text(
+        '{"id": "q1", "question": "When?", "answers": ["1954"], "ctxs": [{"title": "A", "text": "in 1954", '
+        '"score": NaN}, {"title": "B", "text": "later", "score": 2.5}]}\n'
+        '{"id": "q2", "question": "Who?", "answers": ["Ann"], "ctxs": [{"title": "C", "text": "Ann", '
+        '"score": Infinity}]}\n', encoding="utf-8")
+    write_report(ReportConfig((RunSpec(str(run)),), str(tmp_path / "r.html")))
+    driver.get((tmp_path / "r.html").as_uri())
+    _wait(lambda: driver.execute_script("return window.odqaReady !== undefined"))
+    assert _count(driver) == "2 of 2 questions"
+    cards = driver.find_elements(By.CSS_SELECTOR, "#list article.card")
+    assert [c.get_attribute("data-qid") for c in cards] == ["q1", "q2"]
+    scores = [s.text for s in driver.find_elements(By.CSS_SELECTOR, "#list .score")]
+    assert scores == ["score null", "score 2.5", "score null"]
+    assert [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#list mark")][:2] == ["1954", "Ann"]

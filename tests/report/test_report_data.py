@@ -224,3 +224,31 @@ def test_atlas_output_with_its_own_generations(tmp_path: Path) -> None:
     assert (second["first"], second["pred"], second["em"]) == (1, "Raphael", 0.0)
     run = data["runs"][0]
     assert (run["name"], run["exact"], run["predicted"], run["recall"]["1"]) == ("atlas-step-1", 50.0, 2, 1.0)
+
+
+def _nan_run(path: Path) -> Path:
+    """A run whose scores include NaN and Infinity, as a FiD file may hold them (Python's json writes them)."""
+    path.write_text(
+        '{"id": "q1", "question": "When?", "answers": ["1954"], "ctxs": [{"title": "A", "text": "in 1954", '
+        '"score": NaN}, {"title": "B", "text": "later", "score": 2.5}]}\n'
+        '{"id": "q2", "question": "Who?", "answers": ["Ann"], "ctxs": [{"title": "C", "text": "Ann", '
+        '"score": -Infinity}, {"title": "D", "text": "Bob", "score": Infinity}]}\n', encoding="utf-8")
+    return path
+
+
+def _strict(text: str) -> Any:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_non_finite_scores_become_null_and_the_page_json_is_strict(tmp_path: Path) -> None:
+    run = _nan_run(tmp_path / "nan.jsonl")
+    write_report(ReportConfig((RunSpec(str(run)),), str(tmp_path / "r.html"), json_out=str(tmp_path / "r.json")))
+    data = _strict((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert [q["runs"][0]["s"] for q in data["questions"]] == [[None, 2.5], [None, None]]
+    assert all(q["runs"][0]["nonfinite"] for q in data["questions"])
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<script type="application/json" id="odqa-[^"]+">(.*?)</script>', page, re.S)
+    assert blocks and all(_strict(block) is not None for block in blocks)  # JSON.parse reads every block
