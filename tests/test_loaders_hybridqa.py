@@ -51,3 +51,29 @@ def test_a_question_whose_table_id_is_not_a_name(data_dir: Path, tables: Path, t
         with pytest.raises(FormatError, match=message) as info:
             list(load_hybridqa(questions, tables))
         assert info.value.line == 2
+
+
+def test_load_hybridqa_keeps_a_bounded_number_of_tables(data_dir: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import odqa.datasets.hybridqa as hybridqa
+
+    source = data_dir / "hybridqa" / "WikiTables-WithLinks"
+    ids = sorted(p.stem for p in (source / "tables_tok").glob("*.json"))[:3]
+    order = [ids[0], ids[0], ids[1], ids[2], ids[0], ids[2]]
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([{"question_id": f"q{i}", "question": "?", "table_id": t}
+                                     for i, t in enumerate(order)]), encoding="utf-8")
+    loads: list[str] = []
+    real = hybridqa.load_table
+
+    def counting(tables_dir: str | Path, table_id: str) -> hybridqa.Table:
+        loads.append(table_id)
+        return real(tables_dir, table_id)
+
+    monkeypatch.setattr(hybridqa, "load_table", counting)
+    examples = list(load_hybridqa(questions, source, cached=2))
+    assert [ex.meta["table_id"] for ex in examples] == order
+    assert loads == [ids[0], ids[1], ids[2], ids[0]]  # with room for 2, the first table was let go and read again
+    loads.clear()
+    assert [ex.ctxs for ex in load_hybridqa(questions, source)] == [ex.ctxs for ex in examples]
+    assert loads == ids  # the default room (64) reads each table once

@@ -256,10 +256,13 @@ class TableAnnotator:
         return recall_at_k(self.own_table, ks) if self.own_table else {}
 
 
-def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Example]:
-    """Yield one example per question, its table as context (rows and linked passages, see module doc)."""
+def load_hybridqa(questions: str | Path, tables_dir: str | Path, *, cached: int = 64) -> Iterator[Example]:
+    """Yield one example per question, its table as context (rows and linked passages, see module doc).
+
+    The ``cached`` tables used last are kept (questions of a table mostly come together), so memory is bounded
+    however many tables the questions name."""
     path = Path(questions)
-    tables: dict[str, Table] = {}
+    table_of_id = functools.lru_cache(maxsize=cached)(functools.partial(load_table, tables_dir))
     for line, obj in read_json_or_jsonl(path):
         try:
             qid, question, table_id = obj["question_id"], obj["question"], obj["table_id"]
@@ -273,9 +276,7 @@ def load_hybridqa(questions: str | Path, tables_dir: str | Path) -> Iterator[Exa
         if not isinstance(question, str) or (answer is not None and not isinstance(answer, str)):
             raise FormatError(f"HybridQA question {qid!r}: question and answer-text must be strings, got "
                               f"{question!r} and {answer!r}", path=path, line=line)
-        if table_id not in tables:
-            tables[table_id] = load_table(tables_dir, table_id)
-        table = tables[table_id]
+        table = table_of_id(table_id)
         known = {"question_id", "question", "table_id", "answer-text"}
         meta = {k: v for k, v in obj.items() if k not in known} | {
             "dataset": "hybridqa", "table_id": table_id, "table_title": table.title,
