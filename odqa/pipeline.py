@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from odqa.embed import Encoder
     from odqa.retrieve.protocol import Reranker
 
-__all__ = ["RECALL_KS", "Progress", "RefineSummary", "WriteSummary", "recall_ks", "refine_to_file", "write_results"]
+__all__ = [
+    "RECALL_KS", "Progress", "RefineSummary", "WriteSummary", "recall_ks", "refine_to_file", "write_refined",
+    "write_results",
+]
 
 RECALL_KS = (1, 5, 10, 20, 100)
 Progress = Callable[[int], None]  # called with the number of questions just finished
@@ -93,6 +96,32 @@ class RefineSummary:
     stats: RefineStats  # passages scored, duplicates dropped, questions without candidates, warnings
 
 
+def write_refined(
+    run: Callable[[RefineConfig, RefineStats], Iterable[Refined]],
+    out: str | Path,
+    config: RefineConfig,
+    encoder: Encoder | None = None,
+    *,
+    annotate: Callable[[Refined, dict[str, Any]], None] | None = None,
+) -> RefineSummary:
+    """The one writer of a refinement: ``run(config, stats)`` ranks the questions under ``config`` with the
+    encoder's resolved precision and backend (``auto`` -> what ran), which is the config written beside the FiD
+    JSON Lines (``<out>.config.json``); returns the summary. Shared by :func:`refine_to_file` and HybridQA's
+    :func:`odqa.tables.refine_tables_to_file`."""
+    if encoder is not None:
+        config = replace(config, embed=encoder.resolved(config.embed))
+    stats = RefineStats()
+    encoded_before = encoder.encoded if encoder is not None else 0
+    started = time.perf_counter()
+    written = write_results(run(config, stats), out, ks=recall_ks(config.k), ctx_key=config.ctx_key,
+                            annotate=annotate)
+    seconds = time.perf_counter() - started
+    config_file = write_resolved(config, out)
+    encoded = encoder.encoded - encoded_before if encoder is not None else 0
+    return RefineSummary(written.output, config_file, config, written.questions, written.answerable,
+                         written.recall, encoded, seconds, stats)
+
+
 def refine_to_file(
     examples: Iterable[Example],
     out: str | Path,
@@ -104,21 +133,15 @@ def refine_to_file(
 ) -> RefineSummary:
     """Refine ``examples`` (see :func:`odqa.refine.refine`), write the top k of each question as FiD JSON Lines
     to ``out`` and the resolved config beside it (``<out>.config.json``, with the precision and backend the encoder
-    used).
+    used; see :func:`write_refined`).
 
     ``encoder`` is needed by the dense and hybrid scorers and must be built from ``config.embed``; the caller
     owns (and closes) it. ``reranker`` goes with ``config.rerank.model`` (``CrossEncoderReranker(config.rerank)``).
     Input in which no question has a candidate passage is an :class:`InputError` and writes nothing: refinement
     only ranks candidates, it does not find them.
     """
-    config = config or RefineConfig()
-    if encoder is not None:  # the resolved precision and backend ("auto" -> bf16, openvino) are what it records
-        config = replace(config, embed=replace(config.embed, precision=encoder.precision, backend=encoder.backend))
-    stats = RefineStats()
-    encoded_before = encoder.encoded if encoder is not None else 0
-    started = time.perf_counter()
 
-    def refined() -> Iterator[Refined]:
+    def refined(config: RefineConfig, stats: RefineStats) -> Iterator[Refined]:
         yield from refine(examples, config, encoder, stats, progress, reranker)
         if not stats.questions:
             raise InputError("no questions to refine: the input is empty")
@@ -126,9 +149,4 @@ def refine_to_file(
             raise InputError(f"none of the {stats.questions} question(s) has candidate passages (under 'ctxs' or "
                              f"'passages', or where its dataset keeps them); {NO_CANDIDATES_FIX}")
 
-    written = write_results(refined(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key)
-    seconds = time.perf_counter() - started
-    config_file = write_resolved(config, out)
-    encoded = encoder.encoded - encoded_before if encoder is not None else 0
-    return RefineSummary(written.output, config_file, config, written.questions, written.answerable,
-                         written.recall, encoded, seconds, stats)
+    return write_refined(refined, out, config or RefineConfig(), encoder)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +33,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from odqa.config import RefineConfig, write_resolved
+from odqa.config import RefineConfig
 from odqa.datasets.hybridqa import TableAnnotator, load_hybridqa, load_table
 from odqa.datasets.hybridqa_linking import TableRetriever
 from odqa.errors import ConfigError, InputError
-from odqa.pipeline import Progress, RefineSummary, recall_ks, write_results
+from odqa.pipeline import Progress, RefineSummary, write_refined
 from odqa.records import Example
 from odqa.refine import (
     Refined,
@@ -243,23 +242,14 @@ def refine_tables_to_file(
     ``config`` defaults to ``RefineConfig(scorer="table-hybrid")``, the measured best; its chunk settings are
     unused. Recall in the summary covers the questions that have an answer.
     """
-    config = config or RefineConfig(scorer="table-hybrid")
-    stats = RefineStats()
-    encoded_before = encoder.encoded if encoder is not None else 0
-    started = time.perf_counter()
     first = next(iter(load_hybridqa(questions, tables_dir)), None)  # a bad file or table fails before any work
     if first is None:
         raise InputError(f"{questions} holds no questions; expected HybridQA records {{question_id, question, "
                          "table_id[, answer-text]}")
 
-    def refined() -> Iterator[Refined]:
+    def refined(config: RefineConfig, stats: RefineStats) -> Iterator[Refined]:
         examples = load_hybridqa(questions, tables_dir)
         yield from refine_tables(examples, tables_dir, config, encoder, stats, progress, weights, reranker)
 
-    written = write_results(refined(), out, ks=recall_ks(config.k), ctx_key=config.ctx_key,
-                            annotate=TableAnnotator(tables_dir))
-    seconds = time.perf_counter() - started
-    config_file = write_resolved(config, out)
-    encoded = encoder.encoded - encoded_before if encoder is not None else 0
-    return RefineSummary(written.output, config_file, config, written.questions, written.answerable,
-                         written.recall, encoded, seconds, stats)
+    return write_refined(refined, out, config or RefineConfig(scorer="table-hybrid"), encoder,
+                         annotate=TableAnnotator(tables_dir))

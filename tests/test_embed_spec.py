@@ -104,3 +104,21 @@ def test_a_preset_has_no_digest(no_model_load: type[Exception], monkeypatch: pyt
     monkeypatch.setattr(Encoder, "_load", lambda self: SimpleNamespace(device="cpu"))
     with Encoder(EmbedConfig(model="minilm", cache_dir="", device="cpu", backend="torch", precision="fp32")) as e:
         assert e.spec.model_digest is None and e.spec.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_an_index_builds_config_records_what_ran(model_folder: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+    from odqa.index.manifest import read_manifest
+    from odqa.io import write_jsonl
+
+    passages = tmp_path / "passages.jsonl"
+    write_jsonl(passages, [{"id": p.id, "title": p.title, "text": p.text} for p in PASSAGES])
+    result = CliRunner().invoke(app, ["index", "build", str(passages), "--model", str(model_folder), "--pooling",
+                                      "mean", "--normalize", "--device", "cpu", "--out", str(tmp_path / "index")])
+    assert result.exit_code == 0, result.output
+    written = json.loads((tmp_path / "index" / "build.config.json").read_text(encoding="utf-8"))["embed"]
+    settings = read_manifest(tmp_path / "index").settings
+    assert (written["precision"], written["backend"]) == (settings["precision"], settings["backend"])
+    assert "auto" not in (written["precision"], written["backend"])

@@ -204,3 +204,25 @@ def test_refine_to_file_without_any_candidates_writes_nothing(tmp_path: Path) ->
         with pytest.raises(InputError, match=message):
             refine_to_file(items, out, RefineConfig(scorer="bm25"))
         assert out.read_text() == "an earlier run\n" and not (tmp_path / "out.jsonl.config.json").exists()
+
+
+def test_refine_and_refine_tables_record_what_ran_beside_their_output(minilm_encoder: Any, tmp_path: Path,
+                                                                      data_dir: Path) -> None:
+    """Both writers record the precision and backend the encoder resolved ``auto`` to, never ``auto``."""
+    from odqa.pipeline import refine_to_file
+    from odqa.tables import refine_tables_to_file
+
+    hybridqa = data_dir / "hybridqa"
+    config = RefineConfig(scorer="dense", k=2)
+    assert (config.embed.precision, config.embed.backend) == ("auto", "auto")
+    summaries = [
+        refine_to_file([example()], tmp_path / "plain.jsonl", config, minilm_encoder),
+        refine_tables_to_file(hybridqa / "dev.tables.json", hybridqa / "WikiTables-WithLinks", tmp_path / "t.jsonl",
+                              config, minilm_encoder),
+    ]
+    ran = {"precision": minilm_encoder.precision, "backend": minilm_encoder.backend}
+    assert "auto" not in ran.values()
+    for summary in summaries:
+        written = json.loads(summary.config_file.read_text(encoding="utf-8"))["embed"]
+        assert {key: written[key] for key in ran} == ran
+        assert {key: getattr(summary.config.embed, key) for key in ran} == ran

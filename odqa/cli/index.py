@@ -86,7 +86,9 @@ def build_command(
     started = time.perf_counter()
     manifest = _build(source, out, cfg, overwrite, ray)
     seconds = time.perf_counter() - started
-    write_resolved(cfg, out / "build")
+    from odqa.index.dense import ran_config
+
+    write_resolved(ran_config(cfg, manifest), out / "build")
     _print_build(manifest, out, seconds)
 
 

@@ -339,6 +339,10 @@ class Encoder:
         model.eval()
         return model
 
+    def resolved(self, config: EmbedConfig) -> EmbedConfig:
+        """``config`` with the precision and backend this encoder runs (``auto`` resolved): what an output records."""
+        return replace(config, precision=self.precision, backend=self.backend)
+
     def close(self) -> None:
         """Close the embedding cache (the model needs no closing)."""
         if self.cache is not None:

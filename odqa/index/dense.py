@@ -6,6 +6,7 @@ inner-product metric. faiss-gpu is used for training and adding when it sees a G
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,10 @@ from odqa.io import atomic_write
 if TYPE_CHECKING:
     from odqa.embed import Encoder
 
-__all__ = ["FAISS_FILE", "build_faiss", "dense_settings", "load_faiss", "new_index", "shard_vectors", "write_vectors"]
+__all__ = [
+    "FAISS_FILE", "build_faiss", "dense_settings", "load_faiss", "new_index", "ran_config", "shard_vectors",
+    "write_vectors",
+]
 
 FAISS_FILE = "faiss.index"
 _ADD_ROWS = 65_536  # vectors handed to FAISS at a time while adding
@@ -35,6 +39,15 @@ def dense_settings(config: IndexConfig, encoder: Encoder) -> dict[str, Any]:
         "dimension": encoder.dimension, "metric": "inner_product", "faiss": config.faiss,
         "train_size": config.train_size,
     }
+
+
+def ran_config(config: IndexConfig, manifest: Manifest) -> IndexConfig:
+    """``config`` as the build ran it: a dense index's precision and backend as its manifest records them (what the
+    encoder resolved ``auto`` to), for ``build.config.json``; any other config as it is."""
+    settings = manifest.settings
+    if manifest.kind != "dense" or settings.get("precision") is None or settings.get("backend") is None:
+        return config  # a BM25 index, or vectors imported (no encoder ran here)
+    return replace(config, embed=replace(config.embed, precision=settings["precision"], backend=settings["backend"]))
 
 
 def write_vectors(folder: Path, index: int, vectors: np.ndarray) -> FileEntry:
