@@ -55,8 +55,13 @@ def crawl(
         Path | None, typer.Option("--dump", help="MediaWiki XML dump to use instead of the Wikipedia API.")
     ] = None,
     html_dir: Annotated[
-        Path | None, typer.Option("--html-dir", help="Folder: <question id>/*.html, <Subject>.html.")
+        Path | None, typer.Option("--html-dir", help="Folder: <question id>/*.html, <Subject>.html (a subject's "
+                                                     "page stands in for its Wikipedia article).")
     ] = None,
+    also_wikipedia: Annotated[
+        bool, typer.Option("--also-wikipedia", help="With --html-dir: fetch the Wikipedia article of a subject "
+                                                    "whose page is in the folder as well.")
+    ] = False,
     export: Annotated[
         Path | None, typer.Option("--export", help="Also write the result as JSON Lines with ctxs.")
     ] = None,
@@ -87,6 +92,7 @@ def crawl(
         contact=contact,
         dump=None if dump is None else str(dump),
         html_dir=None if html_dir is None else str(html_dir),
+        also_wikipedia=also_wikipedia or None,
     )
     try:
         summary = run_crawl(questions, out, settings, console=console)

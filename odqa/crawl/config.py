@@ -30,6 +30,7 @@ class CrawlConfig:
     wikipedia_api: WikipediaApi = "rest"  # article HTML from the REST API, or the action API (any MediaWiki)
     dump: str | None = None  # MediaWiki XML dump used instead of the Wikipedia API
     html_dir: str | None = None  # folder of HTML files: <question id>/*.html, or <Subject>.html
+    also_wikipedia: bool = False  # with html_dir: fetch the article of a subject whose page is in the folder too
     concurrency: int = 16  # requests in flight, all hosts together
     per_host: int = 2  # requests in flight to one host
     delay: float = 0.5  # seconds between two request starts on one host (robots Crawl-delay can raise it)

@@ -23,7 +23,7 @@ from odqa.crawl.extract import ExtractorPool
 from odqa.crawl.fetch import Fetcher, FetchFailure
 from odqa.crawl.safety import AddressPolicy
 from odqa.crawl.search import SearchProvider, make_provider
-from odqa.crawl.sources import html_files_for, read_dump, read_html_file
+from odqa.crawl.sources import html_files_for, read_dump, read_html_file, subject_pages
 from odqa.crawl.store import STORE_NAME, CrawlStore, PageRow, ResultRow, Summary, normalise_url, split_reason
 from odqa.crawl.wikipedia import Wikipedia, normalise_title
 from odqa.errors import CrawlError, FormatError, InputError, OdqaError
@@ -68,6 +68,12 @@ def _sources(config: CrawlConfig, provider: SearchProvider | None) -> list[str]:
     return sources
 
 
+def _page_in_folder(config: CrawlConfig, example: Example, source: str) -> bool:
+    """Whether the subject's page in ``--html-dir`` stands in for its Wikipedia article (unless asked for both)."""
+    return (source in ("wikipedia", "dump") and bool(config.html_dir) and not config.also_wikipedia
+            and bool(subject_pages(config.html_dir or "", example)))
+
+
 def run_crawl(
     questions: str | Path,
     out: str | Path,
@@ -98,7 +104,9 @@ def run_crawl(
             disable=console is None,
         )
         run = _Run(config, store, provider, progress)
-        lookups = store.pending_lookups(_sources(config, provider), retry_failed=config.retry_failed)
+        lookups = [(example, source) for example, source
+                   in store.pending_lookups(_sources(config, provider), retry_failed=config.retry_failed)
+                   if not _page_in_folder(config, example, source)]
         run.dump_lookups([example for example, source in lookups if source == "dump"])
         with progress:
             asyncio.run(run.run([(e, s) for e, s in lookups if s != "dump"]))

@@ -24,7 +24,7 @@ from odqa.crawl.wikipedia import normalise_title
 from odqa.errors import InputError
 from odqa.records import Example, Page
 
-__all__ = ["DumpArticle", "html_files_for", "read_dump", "read_html_file", "wikitext_to_text"]
+__all__ = ["DumpArticle", "html_files_for", "read_dump", "read_html_file", "subject_pages", "wikitext_to_text"]
 
 _HIDDEN_TAGS = frozenset({"ref", "references", "gallery", "math", "score", "timeline", "syntaxhighlight"})
 _MEDIA_NAMESPACES = frozenset({"6", "14", "-2"})  # File, Category, Media: their links are not prose
@@ -161,26 +161,28 @@ def read_dump(path: str | Path, titles: Iterable[str]) -> dict[str, DumpArticle]
     return {title: found[title] for title in wanted if title in found}
 
 
+def _plain(name: str) -> bool:
+    """A name that is one file name (not ``a/b``, ``..``), so it cannot reach outside the folder."""
+    return name not in {"", ".", ".."} and Path(name).name == name
+
+
+def subject_pages(root: str | Path, example: Example) -> list[Path]:
+    """The question's subject page in the folder: ``root/<Subject>.html`` (spaces or underscores), if any."""
+    subject = example.subject or ""
+    return [candidate for stem in dict.fromkeys((subject, subject.replace(" ", "_"))) if _plain(stem)
+            for suffix in sorted(_HTML_SUFFIXES) if (candidate := Path(root) / f"{stem}{suffix}").is_file()]
+
+
 def html_files_for(root: str | Path, example: Example) -> list[Path]:
     """The HTML files of one question: ``root/<id>/*.html`` in name order, then ``root/<Subject>.html``.
 
     An id or subject that is not a plain file name (``a/b``, ``..``) matches nothing.
     """
     root = Path(root)
-
-    def plain(name: str) -> bool:
-        return name not in {"", ".", ".."} and Path(name).name == name
-
     files = []
-    if plain(example.id):
+    if _plain(example.id):
         files = sorted(p for p in (root / example.id).glob("*") if p.suffix.lower() in _HTML_SUFFIXES)
-    subject = example.subject or ""
-    for stem in dict.fromkeys((subject, subject.replace(" ", "_"))):
-        for suffix in sorted(_HTML_SUFFIXES):
-            candidate = root / f"{stem}{suffix}"
-            if plain(stem) and candidate.is_file() and candidate not in files:
-                files.append(candidate)
-    return files
+    return files + [page for page in dict.fromkeys(subject_pages(root, example)) if page not in files]
 
 
 def read_html_file(url: str, root: str | Path, max_bytes: int) -> Page:

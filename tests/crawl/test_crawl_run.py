@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -349,6 +350,35 @@ def test_offline_sources_dump_and_html_folder(
     assert m2.ctxs == ()
     refine_input = list(load_examples(tmp_path / "run"))  # what `odqa refine crawl/NAME` reads
     assert [len(e.ctxs or ()) for e in refine_input] == [2, 0]
+
+
+def test_a_subject_page_in_the_html_folder_stands_in_for_its_wikipedia_article(
+    tmp_path: Path, server: FixtureServer, make_config: Callable[..., CrawlConfig]
+) -> None:
+    """Every subject has ``<Subject>.html`` in the folder: Wikipedia is not asked (offline, each would be a failed
+    lookup; online, the article twice); a subject without a page still gets its article; --also-wikipedia asks."""
+    add_wikipedia(server)
+    html_dir = tmp_path / "html"
+    html_dir.mkdir()
+    tsne = Path(__file__).resolve().parent.parent / "data" / "web" / "trafilatura" / "en.wikipedia.org.tsne.html"
+    (html_dir / f"{TSNE_TITLE.replace(' ', '_')}.html").write_bytes(tsne.read_bytes())
+    rows = [{"id": "s1", "question": "What is t-SNE used for?", "subject": TSNE_TITLE},
+            {"id": "s2", "question": "Who founded Mozilla?", "subject": "Mozilla"}]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    config = make_config(html_dir=str(html_dir), wikipedia_endpoint=server.base)
+    summary = run_crawl(questions, tmp_path / "run", config, environ={})
+    article = f"/api/rest_v1/page/html/{TSNE_TITLE.replace(' ', '_')}"
+    assert server.hits(article) == 0 and server.hits("/api/rest_v1/page/html/Mozilla") == 1
+    assert summary.extracted == 2 and summary.failed == {} and summary.lookups_failed == {}
+    s1, s2 = iter_examples(tmp_path / "run")
+    assert [d.meta["source"] for d in s1.ctxs or ()] == ["html"]
+    assert [d.meta["source"] for d in s2.ctxs or ()] == ["wikipedia"]
+    run_crawl(questions, tmp_path / "run", config, environ={})  # a resumed run does not ask either
+    assert server.hits(article) == 0
+
+    both = run_crawl(questions, tmp_path / "both", replace(config, also_wikipedia=True), environ={})
+    assert server.hits(article) == 1 and both.extracted == 3
+    assert [d.meta["source"] for d in next(iter(iter_examples(tmp_path / "both"))).ctxs or ()] == ["wikipedia", "html"]
 
 
 def test_search_result_that_is_the_dump_article_is_not_fetched(
