@@ -300,6 +300,28 @@ def test_the_converted_tokenizer_tokenises_as_sentence_transformers(which: str, 
     np.testing.assert_array_equal([e.type_ids for e in ours], theirs["token_type_ids"].numpy())
 
 
+def test_the_converted_tokenizer_truncates_at_max_seq_length_not_the_tokenizers_maximum(tiny_bert: Path) -> None:
+    """sentence-transformers 5.x keeps ``max_seq_length`` apart from the tokenizer's ``model_max_length`` (6.x ties
+    them): the converted tokenizer must cut where the model's ``max_seq_length`` says, as its ``tokenize`` does."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from odqa.embed.openvino import _tokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(tiny_bert))
+    hf.model_max_length = 512
+
+    class FiveX(list[Any]):  # a SentenceTransformer of 5.x, as far as the conversion reads it
+        max_seq_length = 40
+
+    ours = _tokenizer(FiveX([SimpleNamespace(tokenizer=hf, max_seq_length=40)])).encode_batch(TRICKY_TEXTS)
+    theirs = hf(TRICKY_TEXTS, truncation="longest_first", max_length=40, padding=True)  # what 5.x's tokenize asks
+    assert max(len(e.ids) for e in ours) == 40
+    assert [e.ids for e in ours] == theirs["input_ids"]
+    assert [e.attention_mask for e in ours] == theirs["attention_mask"]
+
+
 HEAVY = ("torch", "transformers", "sentence_transformers")
 
 

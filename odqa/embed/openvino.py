@@ -69,14 +69,15 @@ class Converted:
 
 def _tokenizer(model: Any) -> Any:
     """A copy of the model's fast tokenizer set to what sentence-transformers' ``preprocess`` asks of it: special
-    tokens added, truncation to the model's maximum length, padding to the longest text of a batch."""
+    tokens added, truncation to the model's ``max_seq_length`` (which 5.x keeps apart from the tokenizer's own
+    ``model_max_length``), padding to the longest text of a batch."""
     from tokenizers import Tokenizer
 
     hf = model[0].tokenizer
     if not getattr(hf, "is_fast", False):
         raise ValueError(f"{type(hf).__name__} is not a fast tokenizer, which OpenVINO runs need")
     tokenizer = Tokenizer.from_str(hf.backend_tokenizer.to_str())
-    tokenizer.enable_truncation(hf.model_max_length, strategy="longest_first", direction=hf.truncation_side)
+    tokenizer.enable_truncation(int(model.max_seq_length), strategy="longest_first", direction=hf.truncation_side)
     tokenizer.enable_padding(direction=hf.padding_side, pad_id=hf.pad_token_id, pad_type_id=hf.pad_token_type_id,
                              pad_token=hf.pad_token)
     return tokenizer
