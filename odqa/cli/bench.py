@@ -120,6 +120,14 @@ def report_command(out: OutOpt = DEFAULT_OUT, quick: QuickOpt = False, check: Ch
     _run(["report"], out, quick, check)
 
 
+@bench_app.command("train")
+@guarded
+def train_command(out: OutOpt = DEFAULT_OUT, quick: QuickOpt = False, check: CheckOpt = False) -> None:
+    """Training: recall@1/5/20 held out by article, MiniLM against the trained retriever and reranker, with the
+    training time (full: TimeQA and HybridQA; --quick: a short TimeQA run)."""
+    _run(["train"], out, quick, check)
+
+
 @bench_app.command("all")
 @guarded
 def all_command(out: OutOpt = DEFAULT_OUT, quick: QuickOpt = False, check: CheckOpt = False) -> None:

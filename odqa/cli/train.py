@@ -69,17 +69,22 @@ def train_reranker_command(
     out: OutOpt,
     model: Annotated[str | None, typer.Option(help="Encoder or bi-encoder to initialise the cross-encoder from: a "
                                                    "preset, a local folder or a hub id (default minilm).")] = None,
-    miner: Annotated[str | None, typer.Option(help="Bi-encoder preset that mines hard negatives beside BM25 "
-                                                   "(default minilm).")] = None,
+    miner: Annotated[str | None, typer.Option(help="Bi-encoder that mines hard negatives beside BM25: a preset, "
+                                                   "or a folder with --pooling/--normalize (default minilm).")
+                     ] = None,
+    pooling: Annotated[Pooling | None, typer.Option(help="The miner's pooling, when it is not a preset.")] = None,
+    normalize: Annotated[bool | None, typer.Option("--normalize/--no-normalize",
+                                                      help="Whether the miner's vectors are unit-normalised.")
+                         ] = None,
     tables: TablesOpt = None, dev: DevOpt = None, resume: ResumeOpt = False, epochs: EpochsOpt = None,
     batch_size: BatchOpt = None, negatives: NegativesOpt = None, lr: LrOpt = None, max_length: MaxLengthOpt = None,
     dev_fraction: DevFractionOpt = None, checkpoint_every: CheckpointOpt = None, seed: SeedOpt = None,
     device: DeviceOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Train a cross-encoder reranker on the same positives and hard negatives; --rerank OUT/best loads it."""
-    cfg = _config(config, model=model, miner=miner, epochs=epochs, batch_size=batch_size, negatives=negatives,
-                  lr=lr, max_length=max_length, dev_fraction=dev_fraction, checkpoint_every=checkpoint_every,
-                  seed=seed, device=device)
+    cfg = _config(config, model=model, miner=miner, pooling=pooling, normalize=normalize, epochs=epochs,
+                  batch_size=batch_size, negatives=negatives, lr=lr, max_length=max_length,
+                  dev_fraction=dev_fraction, checkpoint_every=checkpoint_every, seed=seed, device=device)
     _print_summary(_train("reranker", source, out, cfg, tables, dev, resume))
 
 

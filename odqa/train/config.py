@@ -27,9 +27,9 @@ class TrainRankerConfig:
     """
 
     model: str = "minilm"  # preset name, local folder or hub id
-    pooling: Pooling | None = None  # for a model that is not a preset (retriever), as --pooling everywhere
+    pooling: Pooling | None = None  # for a bi-encoder that is not a preset (the retriever, or the reranker's miner)
     normalize: bool | None = None
-    miner: str = "minilm"  # the bi-encoder preset that mines a reranker's negatives
+    miner: str = "minilm"  # the bi-encoder that mines a reranker's negatives
     epochs: int = 2
     batch_size: int = 16
     negatives: int = 3

@@ -196,12 +196,12 @@ def _split(examples: Iterable[Example], dev: Iterable[Example] | None, config: T
 
 
 # Settings a resumed run may change without becoming another run.
-_FREE = {"checkpoint_every", "keep_checkpoints", "device", "model"}
+_FREE = {"checkpoint_every", "keep_checkpoints", "device"}
 
 
 def _check_same_run(checkpoint: Path, config: TrainRankerConfig) -> None:
     saved = _flat(json.loads((checkpoint / "train_config.json").read_text(encoding="utf-8")))
-    now = _flat(to_dict(config))
+    now = _flat(json.loads(json.dumps(to_dict(config))))  # as saved: tuples become lists
     changed = [f"{k} {saved.get(k)} -> {now[k]}" for k in sorted(now) if k not in _FREE and saved.get(k) != now[k]]
     if changed:
         raise ConfigError(f"--resume: settings differ from those of {checkpoint.name}: {', '.join(changed)}; an "

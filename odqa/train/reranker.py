@@ -41,7 +41,7 @@ class CrossEncoderModel:
         from transformers.utils import logging as hf_logging
 
         verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # "some weights are newly initialised": the head, as intended
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # the new head is intended
         try:
             with _quiet_weight_loading():
                 self.tokenizer: Any = AutoTokenizer.from_pretrained(source)
@@ -102,7 +102,8 @@ def train_reranker(
     negatives mined with BM25 and the ``config.miner`` bi-encoder; the best model lands in ``out/best``, which
     ``odqa refine --rerank out/best`` loads."""
     source = PRESETS[config.model].source() if config.model in PRESETS else config.model
-    miner = EmbedConfig(model=config.miner, cache_dir="", device=config.device, backend="torch")
+    miner = EmbedConfig(model=config.miner, pooling=config.pooling, normalize=config.normalize, cache_dir="",
+                        device=config.device, backend="torch")
     resolve_model(miner)  # an unknown miner fails before any work
 
     def load(model: str) -> CrossEncoderModel:
