@@ -58,17 +58,38 @@ def test_cuda_on_a_cpu_only_torch_says_so(monkeypatch: pytest.MonkeyPatch) -> No
         encoder_on("cuda")
 
 
+@pytest.fixture
+def loads_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The devices encoders load their model onto (a stand-in model: no weights are read)."""
+    from types import SimpleNamespace
+
+    devices: list[str] = []
+
+    def load(self: Encoder) -> Any:
+        devices.append(self.device)
+        return SimpleNamespace(device=self.device)
+
+    monkeypatch.setattr(Encoder, "_load", load)
+    return devices
+
+
 @pytest.mark.parametrize(("gpus", "device"), [(0, "cpu"), (0, "cpu:0"), (1, "cuda"), (1, "cuda:0"), (2, "cuda:1")])
-def test_a_device_this_machine_has_is_accepted(gpus: int, device: str, monkeypatch: pytest.MonkeyPatch,
-                                               no_model_load: type[Exception]) -> None:
+def test_a_device_this_machine_has_is_the_one_the_model_loads_onto(gpus: int, device: str, loads_on: list[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     machine(monkeypatch, gpus)
-    with pytest.raises(no_model_load):
-        encoder_on(device)
+    encoder = Encoder(EmbedConfig(model="minilm", cache_dir="", device=device, backend="torch"))
+    assert loads_on == [device] and encoder.device == device
 
 
-def test_no_device_leaves_the_choice_to_sentence_transformers(no_model_load: type[Exception]) -> None:
-    with pytest.raises(no_model_load):
-        Encoder(EmbedConfig(model="minilm", cache_dir=""))
+def test_no_device_picks_the_first_gpu_else_the_cpu(loads_on: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from odqa.embed import encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "_no_accelerator", lambda: False)  # as where a GPU device node exists
+    for gpus, chosen in ((0, "cpu"), (2, "cuda:0")):
+        machine(monkeypatch, gpus)
+        encoder = Encoder(EmbedConfig(model="minilm", cache_dir="", backend="torch"))
+        assert encoder.device == loads_on[-1] == chosen
+        assert encoder.precision == ("fp16" if chosen.startswith("cuda") else encoder.precision)
 
 
 def cpu_reports(monkeypatch: pytest.MonkeyPatch, capabilities: list[str] | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -268,8 +269,32 @@ def test_cache_info_names_the_backend_of_each_setting(tmp_path: Path) -> None:
     assert info.exit_code == 0 and "m (bf16, openvino, fp)" in info.output
 
 
-def test_openvino_encodes_in_batches_of_8_on_cpu_by_default(openvino_fp32: Encoder, torch_fp32: Encoder) -> None:
-    assert (openvino_fp32.batch_size, torch_fp32.batch_size) == (8, 16)
+def test_openvino_runs_the_encoders_batch_size_and_restores_the_order(
+    openvino_fp32: Encoder, timeqa: tuple[list[str], list[Passage]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from odqa.embed.openvino import OpenVinoModel
+
+    model = openvino_fp32._openvino
+    assert isinstance(model, OpenVinoModel)
+    batches: list[list[str]] = []
+    real = model._features
+
+    def spy(texts: list[str]) -> dict[str, np.ndarray]:
+        batches.append(texts)
+        return real(texts)
+
+    monkeypatch.setattr(model, "_features", spy)
+    texts, size = timeqa[0], openvino_fp32.batch_size
+    assert len(texts) > size
+    vectors = openvino_fp32.encode_queries(texts)
+    assert [len(b) for b in batches] == [size] * (len(texts) // size) + ([len(texts) % size] if len(texts) % size
+                                                                        else [])
+    assert [len(t) for t in batches[0]] == sorted((len(t) for t in batches[0]), reverse=True)  # longest first
+    batches.clear()
+    again = model.encode(texts, 5)  # another batch size: other batches, the same vectors in the same order
+    assert [len(b) for b in batches] == [5] * (len(texts) // 5) + ([len(texts) % 5] if len(texts) % 5 else [])
+    np.testing.assert_allclose(again, vectors, atol=1e-5)
+    assert Encoder(replace(openvino_fp32.config, batch_size=3)).batch_size == 3  # an explicit one is kept
 
 
 TRICKY_TEXTS = [
