@@ -122,3 +122,12 @@ def test_an_index_builds_config_records_what_ran(model_folder: Path, tmp_path: P
     settings = read_manifest(tmp_path / "index").settings
     assert (written["precision"], written["backend"]) == (settings["precision"], settings["backend"])
     assert "auto" not in (written["precision"], written["backend"])
+
+
+def test_only_odqa_embed_knows_where_vectors_and_converted_models_lie() -> None:
+    """odqa cache info/clear and the benchmarks ask odqa.embed.folders; no module elsewhere names the layout."""
+    package = Path(__file__).parents[1] / "odqa"
+    layout = ("CACHE_FILE", "EmbeddingCache", "converted_folder", "embeddings.sqlite", "MODELS_DIR", "IR_FILE")
+    wrong = sorted(f"{path.relative_to(package)}: {name}" for path in package.rglob("*.py")
+                   if path.parent.name != "embed" for name in layout if name in path.read_text(encoding="utf-8"))
+    assert wrong == []
