@@ -36,7 +36,7 @@ def test_summary_recall_is_odqa_eval_recall(data: dict[str, Any], demo_runs: dic
         assert run["questions"] == 108 and run["missing"] == 0 and run["depth"] == 20
         assert {f"recall@{k}": v for k, v in run["recall"].items()} == {
             k: v for k, v in expected.items() if k.startswith("recall@")}
-    assert data["runs"][0]["recall"]["1"] == pytest.approx(0.483, abs=5e-4)  # the README's demo table
+    assert data["runs"][0]["recall"]["1"] == pytest.approx(0.483, abs=5e-4)  # the demo table (docs/benchmarks.md)
     assert data["runs"][1]["recall"]["1"] == pytest.approx(0.247, abs=5e-4)
 
 
