@@ -118,3 +118,19 @@ def test_train_reader_fetches_contexts_from_a_retriever_and_resumes(tmp_path: Pa
     assert "resumed from step" in err and "checkpoint-0000003" in err
     code, _, err = _odqa(*args, "--steps", "3")
     assert code == 1 and err.startswith("ConfigError: ") and "pass --resume" in err
+
+
+def test_read_records_an_unreadable_question_and_counts_it(tmp_path: Path, tiny_reader_dir: Path) -> None:
+    rows = [{"id": "ja", "question": "コードは何ですか", "answers": ["林檎"],
+             "ctxs": [{"title": "コード", "text": "コードは林檎です"}]},
+            {"id": "a", "question": "what is the code?", "answers": ["apple"],
+             "ctxs": [{"title": "code", "text": "the code is apple ."}]}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    code, _, err = _odqa("read", source, "--model", tiny_reader_dir, "--out", tmp_path / "p.jsonl",
+                         "--answer-length", "3", "--device", "cpu")
+    assert code == 0, err
+    assert re.search(r"not answered: unreadable to the tokenizer \(reason under 'error'\)\W+1\b", err)
+    first, second = (json.loads(line) for line in (tmp_path / "p.jsonl").read_text("utf-8").splitlines())
+    assert first["id"] == "ja" and first["prediction"] == "" and "'<unk>'" in first["error"]
+    assert second["id"] == "a" and "error" not in second
