@@ -17,7 +17,7 @@ __all__ = ["app", "console", "guarded"]
 app = typer.Typer(
     name="odqa",
     help="Open-domain QA research toolkit, one command per stage: crawl, refine, index, retrieve (fused, --rerank), "
-         "read, train-reader and the other train-* commands, eval, report; and bench, cache, generate, demo.",
+         "read, train-reader, train-retriever, train-reranker, eval, report; and bench, cache, generate, demo.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
