@@ -60,6 +60,9 @@ def build_command(
              "CUDA, else fp32); the choice is written in the index manifest.")] = None,
     backend: Annotated[EmbedBackend | None, typer.Option(
         help="What runs the encoder: auto (default) is openvino on a CPU where it is installed, else torch.")] = None,
+    vectors: Annotated[Path | None, typer.Option(
+        help="Passage vectors computed elsewhere: a .npy file or a folder of .npy shards, one row per passage in "
+             "passage order; --model names the model that computed them (queries are encoded by it).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Rebuild an index that is already in --out.")
                          ] = False,
     config: Annotated[Path | None, typer.Option(help="YAML config (see configs/index.yaml).")] = None,
@@ -84,7 +87,7 @@ def build_command(
     )
     ray = ray_config(engine, ray_address, ray_actors)
     started = time.perf_counter()
-    manifest = _build(source, out, cfg, overwrite, ray)
+    manifest = _build(source, out, cfg, overwrite, ray, vectors)
     seconds = time.perf_counter() - started
     from odqa.index.dense import ran_config
 
@@ -92,23 +95,38 @@ def build_command(
     _print_build(manifest, out, seconds)
 
 
-def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayConfig | None) -> Manifest:
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayConfig | None,
+           vectors: Path | None) -> Manifest:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    from odqa.index.build import build_index, open_encoder
+    from odqa.index.build import build_index, corpus_size, open_encoder
     from odqa.index.source import open_passages
+    from odqa.index.vectors import VectorSource
 
+    imported = VectorSource(vectors) if vectors is not None else None  # a bad path fails before the count
+    with console.status("counting passages"):
+        size = corpus_size(open_passages(source, cfg.chunk))
     passages = open_passages(source, cfg.chunk)
     encoder = None
-    if cfg.kind == "dense":
+    if cfg.kind == "dense" and imported is None:
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
             encoder = open_encoder(cfg, ray)
-    columns = (SpinnerColumn(), TextColumn("indexing {task.completed:,} passages"), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("passages"),
+               TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("index", total=None)
-            return build_index(passages, out, cfg, encoder=encoder, overwrite=overwrite,
-                               progress=lambda n: bar.advance(task, n))
+            task = bar.add_task("index", total=size.count)
+            return build_index(passages, out, cfg, encoder=encoder, vectors=imported, size=size, overwrite=overwrite,
+                               progress=lambda n: bar.advance(task, n),
+                               plan=lambda plan: console.print(plan.describe(), highlight=False))
     finally:
         if encoder is not None:
             encoder.close()

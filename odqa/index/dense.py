@@ -6,6 +6,11 @@ inner-product metric. faiss-gpu is used for training and adding when it sees a G
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +28,12 @@ if TYPE_CHECKING:
     from odqa.embed import Encoder
 
 __all__ = [
-    "FAISS_FILE", "build_faiss", "dense_settings", "load_faiss", "new_index", "ran_config", "shard_vectors",
-    "write_vectors",
+    "FAISS_FILE", "IVFDATA_FILE", "build_faiss", "dense_settings", "imported_settings", "load_faiss", "new_index",
+    "ran_config", "shard_vectors", "write_vectors",
 ]
 
 FAISS_FILE = "faiss.index"
+IVFDATA_FILE = "faiss.ivfdata"  # an IVF index's inverted lists (FAISS OnDiskInvertedLists), memory-mapped
 _ADD_ROWS = 65_536  # vectors handed to FAISS at a time while adding
 
 
@@ -38,6 +44,24 @@ def dense_settings(config: IndexConfig, encoder: Encoder) -> dict[str, Any]:
         "preset": encoder.preset.name, **encoder.spec.to_json(), "score": encoder.preset.score,
         "dimension": encoder.dimension, "metric": "inner_product", "faiss": config.faiss,
         "train_size": config.train_size,
+    }
+
+
+def imported_settings(config: IndexConfig, dimension: int) -> dict[str, Any]:
+    """The manifest settings of an index over vectors computed elsewhere (``--vectors``) by ``config.embed.model``:
+    those an encoder of that model would record, without loading it (``precision``: as given, else fp32; queries
+    are encoded by that model, and its dimension is checked against ``dimension`` when the index is opened)."""
+    from odqa.embed import VectorSpec, resolve_model
+    from odqa.embed.presets import PRESETS
+    from odqa.embed.spec import folder_digest
+
+    preset = resolve_model(config.embed)
+    local = preset.name not in PRESETS and Path(preset.model).is_dir()
+    precision = "fp32" if config.embed.precision == "auto" else config.embed.precision
+    spec = VectorSpec.of(preset, precision, "torch", folder_digest(Path(preset.model)) if local else None)
+    return {
+        "preset": preset.name, **spec.to_json(), "backend": None, "vectors": "imported", "score": preset.score,
+        "dimension": dimension, "metric": "inner_product", "faiss": config.faiss, "train_size": config.train_size,
     }
 
 
@@ -109,9 +133,8 @@ def new_index(factory: str, dimension: int) -> Any:
                           "pass a factory string such as 'Flat', 'HNSW32' or 'IVF4096,PQ64'") from exc
 
 
-def build_faiss(folder: Path, manifest: Manifest, config: IndexConfig) -> dict[str, FileEntry]:
-    """Train (when the factory string needs it) and fill the FAISS index from the vector shards."""
-    faiss = require("faiss", "index")
+def _train(faiss: Any, folder: Path, manifest: Manifest, config: IndexConfig) -> tuple[Any, bool]:
+    """The empty index of ``config.faiss``, trained when it needs it (on the GPU when faiss-gpu sees one)."""
     index, on_gpu = _to_gpu(faiss, new_index(config.faiss, int(manifest.settings["dimension"])))
     if not index.is_trained:
         sample = _training_sample(folder, manifest, config.train_size)
@@ -121,15 +144,95 @@ def build_faiss(folder: Path, manifest: Manifest, config: IndexConfig) -> dict[s
             raise ConfigError(f"FAISS cannot train {config.faiss!r} on {len(sample):,} vectors ({_faiss_error(exc)}); "
                               "use fewer IVF lists (e.g. IVF256 for 10,000+ passages) or a larger corpus / "
                               "--train-size") from exc
-    for shard in manifest.shards:
-        vectors = shard_vectors(folder, shard)
-        for start in range(0, shard.count, _ADD_ROWS):
-            index.add(np.ascontiguousarray(vectors[start : start + _ADD_ROWS], dtype=np.float32))
-    if on_gpu:
-        index = faiss.index_gpu_to_cpu(index)
-    with atomic_write(folder / FAISS_FILE, "wb") as fh:
+    return index, on_gpu
+
+
+def _add(index: Any, vectors: np.ndarray, first_row: int | None) -> None:
+    """Add ``vectors`` a block at a time; with ``first_row``, as rows ``first_row, first_row + 1, ...``."""
+    for start in range(0, len(vectors), _ADD_ROWS):
+        block = np.ascontiguousarray(vectors[start : start + _ADD_ROWS], dtype=np.float32)
+        if first_row is None:
+            index.add(block)
+        else:
+            index.add_with_ids(block, np.arange(first_row + start, first_row + start + len(block), dtype=np.int64))
+
+
+def _write(faiss: Any, index: Any, path: Path) -> None:
+    with atomic_write(path, "wb") as fh:
         faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))
+
+
+def _build_on_disk(faiss: Any, folder: Path, manifest: Manifest, trained: Any) -> dict[str, FileEntry]:
+    """An IVF index whose inverted lists live in ``faiss.ivfdata`` (FAISS OnDiskInvertedLists), never all in memory.
+
+    Each vector shard is added to a copy of the trained, empty index and saved as a block; the blocks, read back
+    memory-mapped, are merged list by list into the ivfdata file; ``faiss.index`` then holds the quantizer and
+    where each list lies in that file. Memory: one shard's codes plus the quantizer. Every step writes under a
+    temporary name and the result depends only on the shards, so a kill at any point leaves a build that reruns
+    to the same bytes.
+    """
+    staging = folder / ".ivf-blocks.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    merged = folder / f".{IVFDATA_FILE}.tmp"
+    merged.unlink(missing_ok=True)
+    blocks, row = [], 0
+    for shard in manifest.shards:
+        block, on_gpu = _to_gpu(faiss, faiss.clone_index(trained))
+        _add(block, shard_vectors(folder, shard), row)
+        row += shard.count
+        path = staging / f"{shard.index:05d}.index"
+        _write(faiss, faiss.index_gpu_to_cpu(block) if on_gpu else block, path)
+        blocks.append(faiss.read_index(str(path), faiss.IO_FLAG_MMAP))
+    ivf = faiss.extract_index_ivf(trained)
+    lists = faiss.OnDiskInvertedLists(ivf.nlist, ivf.code_size, str(merged))
+    pointers = faiss.InvertedListsPtrVector()
+    for block in blocks:
+        pointers.push_back(faiss.extract_index_ivf(block).invlists)
+    with _quiet_faiss():  # FAISS reports each file resize
+        total = lists.merge_from_multiple(pointers.data(), pointers.size(), False, False)
+    del pointers, blocks
+    ivf.ntotal = trained.ntotal = total
+    lists.filename = IVFDATA_FILE  # found beside faiss.index when read (IO_FLAG_ONDISK_SAME_DIR): no absolute path
+    ivf.replace_invlists(lists, True)
+    lists.this.disown()  # owned by the index now
+    _write(faiss, trained, folder / FAISS_FILE)
+    del trained, ivf, lists
+    os.replace(merged, folder / IVFDATA_FILE)
+    shutil.rmtree(staging)
+    return {"faiss": file_entry(folder, FAISS_FILE), "ivfdata": file_entry(folder, IVFDATA_FILE)}
+
+
+def build_faiss(folder: Path, manifest: Manifest, config: IndexConfig) -> dict[str, FileEntry]:
+    """Train (when the factory string needs it) and fill the FAISS index from the vector shards; an IVF index gets
+    its inverted lists on disk (:func:`_build_on_disk`), any other is built in memory."""
+    faiss = require("faiss", "index")
+    index, on_gpu = _train(faiss, folder, manifest, config)
+    if faiss.try_extract_index_ivf(new_index(config.faiss, int(manifest.settings["dimension"]))) is not None:
+        return _build_on_disk(faiss, folder, manifest, faiss.index_gpu_to_cpu(index) if on_gpu else index)
+    for shard in manifest.shards:
+        _add(index, shard_vectors(folder, shard), None)
+    _write(faiss, faiss.index_gpu_to_cpu(index) if on_gpu else index, folder / FAISS_FILE)
     return {"faiss": file_entry(folder, FAISS_FILE)}
+
+
+@contextlib.contextmanager
+def _quiet_faiss() -> Iterator[None]:
+    """Silence what FAISS's C++ code prints on file descriptors 1 and 2 (notes on file resizes and paths, not
+    errors: those raise)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
 
 
 def load_faiss(folder: Path, search_params: str | None = None, factory: str = "this index") -> Any:
@@ -137,7 +240,12 @@ def load_faiss(folder: Path, search_params: str | None = None, factory: str = "t
     (``"nprobe=32"``, ``"efSearch=128"``) set; on the GPU through GpuParameterSpace, which alone reaches a GPU IVF
     index's nprobe."""
     faiss = require("faiss", "index")
-    index, on_gpu = _to_gpu(faiss, faiss.read_index(str(folder / FAISS_FILE)))
+    # Memory-mapped, read as pages are used: an IVF index's lists in faiss.ivfdata, any other's flat codes.
+    on_disk = (folder / IVFDATA_FILE).is_file()
+    with _quiet_faiss():  # FAISS notes where it found faiss.ivfdata
+        cpu = faiss.read_index(str(folder / FAISS_FILE),
+                               faiss.IO_FLAG_ONDISK_SAME_DIR if on_disk else faiss.IO_FLAG_MMAP_IFC)
+    index, on_gpu = _to_gpu(faiss, cpu)
     if search_params:
         space = faiss.GpuParameterSpace() if on_gpu else faiss.ParameterSpace()
         try:

@@ -278,13 +278,17 @@ def test_faiss_gpu_is_used_when_it_sees_a_gpu_and_falls_back_when_it_cannot(
     monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpu)
     monkeypatch.setattr(faiss, "index_gpu_to_cpu", to_cpu, raising=False)
     monkeypatch.setattr(faiss, "GpuParameterSpace", GpuParameterSpace, raising=False)
+    flat = dataclasses.replace(tiny_config, faiss="Flat")
+    build_index(short_corpus, _with_faiss(reference, tmp_path, flat, encoder), flat, encoder=encoder)
+    assert calls == ["to_gpu", *["gpu.add"] * 4, "to_cpu"]  # each shard added on the GPU, the copy moved back
+    calls.clear()
     config = dataclasses.replace(tiny_config, faiss="IVF4,Flat")
     out = _with_faiss(reference, tmp_path, config, encoder)
     build_index(short_corpus, out, config, encoder=encoder)
-    assert calls[0] == "to_gpu" and calls[-1] == "to_cpu"
-    assert "gpu.train" in calls and calls.count("gpu.add") == 4  # trained on the GPU, each shard added there
-    written = faiss.read_index(str(out / "faiss.index"))
-    assert written.ntotal == 60 and written.is_trained  # the CPU copy of the filled GPU index
+    # Trained on the GPU; each shard's block of the on-disk inverted lists filled on the GPU and moved back.
+    assert calls == ["to_gpu", "gpu.train", "to_cpu", *["to_gpu", "gpu.add_with_ids", "to_cpu"] * 4]
+    written = faiss.read_index(str(out / "faiss.index"), faiss.IO_FLAG_ONDISK_SAME_DIR)
+    assert written.ntotal == 60 and written.is_trained  # the CPU copies of the filled GPU blocks, merged
     calls.clear()
     monkeypatch.setattr(faiss, "ParameterSpace", CpuOnlyParameterSpace)
     retriever = DenseRetriever(out, encoder=encoder, search_params="nprobe=4")
