@@ -17,7 +17,7 @@ from odqa.errors import ConfigError
 if TYPE_CHECKING:
     from odqa.read.data import ReaderFormat
 
-__all__ = ["ANSWER_KINDS", "AnswerKind", "ReadConfig", "Schedule", "TrainReaderConfig"]
+__all__ = ["ANSWER_KINDS", "AnswerKind", "ReadConfig", "Schedule", "TrainReaderConfig", "steps_per_epoch"]
 
 Schedule = Literal["linear", "constant"]
 AnswerKind = Literal["set", "aliases"]
@@ -27,6 +27,11 @@ SET_JOINER = " $and "  # Complex-TR's released models join a set of answers this
 # Complex-TR question are all wanted; elsewhere they are names of one answer (FiD files: NQ, TriviaQA).
 ANSWER_KINDS: dict[str, AnswerKind] = {"complex-tr": "set", "fid": "aliases", "timeqa": "aliases",
                                        "hieradate": "aliases", "jemhopqa": "aliases", "hybridqa": "aliases"}
+
+
+def steps_per_epoch(questions: int, batch_size: int) -> int:
+    """Optimiser steps in one pass over ``questions`` at ``batch_size`` a step (the last batch may be short)."""
+    return max(1, math.ceil(questions / batch_size))
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,7 @@ class TrainReaderConfig:
     def total_steps(self, questions: int) -> int:
         """The run's optimiser steps: ``epochs`` passes over ``questions`` (``batch_size`` a step), at most
         ``steps``."""
-        total = self.epochs * max(1, math.ceil(questions / self.reader.batch_size))
+        total = self.epochs * steps_per_epoch(questions, self.reader.batch_size)
         return total if self.steps is None else min(total, self.steps)
 
     def warmup(self, total: int) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 from odqa.config import to_dict
 from odqa.errors import ConfigError, DependencyError, InputError, OutputError
 from odqa.evaluate.answers import token_f1
-from odqa.read.config import TrainReaderConfig
+from odqa.read.config import TrainReaderConfig, steps_per_epoch
 from odqa.read.data import ReaderBatch, ReaderFormat
 from odqa.read.infer import collator_for, load_reader, predict
 from odqa.read.model import FiDReader, check_encodable, fit_in_memory, is_out_of_memory
@@ -119,8 +119,7 @@ def _order(n: int, seed: int, epoch: int) -> list[int]:
 
 def _batch_indices(step: int, n: int, batch_size: int, seed: int) -> list[int]:
     """The examples of step ``step`` (0-based): the data position follows from the step alone."""
-    per_epoch = math.ceil(n / batch_size)
-    epoch, index = divmod(step, per_epoch)
+    epoch, index = divmod(step, steps_per_epoch(n, batch_size))
     return _order(n, seed, epoch)[index * batch_size:(index + 1) * batch_size]
 
 
@@ -258,7 +257,7 @@ def train_reader(
         if progress is not None:
             progress(step, loss)
     final = out / f"{CHECKPOINT}{step:07d}"  # the last step always writes one (or a resume found it)
-    epochs = step / math.ceil(len(examples) / config.reader.batch_size)
+    epochs = step / steps_per_epoch(len(examples), config.reader.batch_size)
     return TrainSummary(config, len(examples), epochs, losses, scores, best, final, out / "best" if best else None,
                         resumed_from, no_context, time.perf_counter() - start)
 
