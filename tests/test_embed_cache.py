@@ -247,7 +247,7 @@ def test_two_processes_share_one_bounded_cache(tmp_path: Path) -> None:
 def test_precision_is_part_of_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Encoder, "_load", lambda self: SimpleNamespace(device="cpu"))
     fingerprints = set()
-    for precision in ("fp32", "bf16"):
+    for precision in ("fp32", "fp16"):
         with Encoder(EmbedConfig(model="minilm", cache_dir=str(tmp_path), device="cpu", backend="torch",
                                  precision=precision)) as encoder:  # type: ignore[arg-type]
             fingerprints.add(encoder.fingerprint)

@@ -220,7 +220,7 @@ def test_a_model_openvino_cannot_convert_falls_back_to_torch(
 
     monkeypatch.setattr(openvino, "convert_model", fails)
     settings = {"model": str(tiny_bert), "pooling": "mean", "normalize": True, "precision": "fp32",
-                "cache_dir": str(tmp_path), "device": "cpu"}
+                "cache_dir": str(tmp_path), "converted_dir": str(tmp_path / "converted"), "device": "cpu"}
     with caplog.at_level(logging.WARNING, logger="odqa.embed.encoder"):
         fallen = Encoder(EmbedConfig(**settings, backend="auto"))  # type: ignore[arg-type]
     (record,) = caplog.records
