@@ -12,8 +12,10 @@ count too) and its anonymous memory at the end. Rows per N:
   factory: build passages/s, peak RSS, bytes on disk per passage, search questions/s at k=100, recall@10
   against exact search.
 
-``--quick`` (the CI gate) runs N = 100K and 400K; the full run adds 1M and 5M. Time and memory are projected to
-DPR's 21,015,324 passages from the two largest N (a straight line: the costs are linear in N). Floors
+The questions are the shipped TimeQA hard questions (the corpus' words come from the same text), the query
+vectors other vectors around the same centres. ``--quick`` (the CI gate) runs N = 100K and 400K; the full run
+adds 1M and 5M. Memory is projected to DPR's 21,015,324 passages on the straight line through the two largest
+N, build time at the largest N's rate per passage (the costs are linear in N). Floors
 (``bench/floors.json``, ``scale``): the peak RSS of the BM25 and IVF-PQ builds may grow at most 1.3x from 100K
 to 400K.
 """
@@ -39,6 +41,14 @@ SIZES = (100_000, 400_000, 1_000_000, 5_000_000)
 WIKIPEDIA = 21_015_324  # passages in DPR's psgs_w100.tsv
 QUESTIONS = 100
 K = 100
+DIMENSION = 768  # DPR's and BGE-base's vectors
+MODEL = "bge-base"  # recorded in the manifest as the model that computed the vectors (it would encode queries)
+VECTOR_SHARD = 100_000  # rows per .npy file of the imported vectors; every N is a whole number of them
+# FAISS factory, search parameters, and the largest N each is built at in a full run: Flat holds every vector in
+# memory (3 GB per million), HNSW's build is about 30 minutes per million vectors on 2 cores.
+DENSE = {"IVF-PQ": ("IVF1024,PQ64", "nprobe=16", SIZES[-1]), "Flat": ("Flat", None, 1_000_000),
+         "HNSW-SQ8": ("HNSW32_SQ8", "efSearch=128", 400_000)}
+QUICK_DENSE = ("IVF-PQ",)  # what the floors read
 
 
 def _memory() -> dict[str, float]:
@@ -78,7 +88,7 @@ def _bm25_search(task: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     retriever = BM25Retriever(task["out"])
     load_s = time.perf_counter() - started
-    asked = questions(QUESTIONS, task["n"])
+    asked = questions(QUESTIONS)
     retriever.search(asked[:1], K)  # first touch of the vocabulary and the matrix headers
     started = time.perf_counter()
     hits = retriever.search(asked, K)
@@ -87,7 +97,40 @@ def _bm25_search(task: dict[str, Any]) -> dict[str, Any]:
             "hits": sum(len(row) for row in hits) / len(hits)}
 
 
-_TASKS = {"bm25-build": _bm25_build, "bm25-search": _bm25_search}
+def _dense_build(task: dict[str, Any]) -> dict[str, Any]:
+    from odqa.config import EmbedConfig
+    from odqa.index import IndexConfig, build_index, read_passages
+
+    out = Path(task["out"])
+    config = IndexConfig(kind="dense", faiss=task["factory"], embed=EmbedConfig(model=MODEL))
+    started = time.perf_counter()
+    manifest = build_index(islice(read_passages(task["corpus"]), task["n"]), out, config, vectors=task["vectors"])
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "passages": manifest.count, "index_bytes": _folder_bytes(out, "faiss.*"),
+            "vectors_bytes": _folder_bytes(out, "shards/*.vectors.npy"), "total_bytes": _folder_bytes(out)}
+
+
+def _dense_search(task: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    from odqa.index.dense import load_faiss
+
+    queries = np.load(task["queries"])
+    exact = np.load(task["exact"])
+    started = time.perf_counter()
+    index = load_faiss(Path(task["out"]), task["params"])
+    load_s = time.perf_counter() - started
+    index.search(queries[:1], K)
+    started = time.perf_counter()
+    _, rows = index.search(queries, K)
+    seconds = time.perf_counter() - started
+    recall = float(np.mean([len(set(a[:10].tolist()) & set(b.tolist())) / 10 for a, b in zip(rows, exact,
+                                                                                                 strict=True)]))
+    return {"load_s": load_s, "seconds": seconds, "qps": len(queries) / seconds, "recall10": recall}
+
+
+_TASKS = {"bm25-build": _bm25_build, "bm25-search": _bm25_search, "dense-build": _dense_build,
+          "dense-search": _dense_search}
 
 
 def _fresh(task: dict[str, Any]) -> dict[str, Any]:
@@ -118,9 +161,78 @@ def bm25_rows(corpus: Path, sizes: Sequence[int], work: Path) -> list[dict[str, 
             f"{row['disk_bytes_per_passage']:,.0f} B/passage on disk (index {row['index_bytes_per_passage']:,.0f}), "
             f"vocabulary {row['vocabulary']:,}; search k={K} {row['search_qps']:,.1f} q/s, peak RSS "
             f"{row['search_peak_mb']:,.0f} MB ({row['search_anon_mb']:,.0f} MB anonymous)")
-        for path in sorted(out.rglob("*"), reverse=True):  # the largest outputs are many GB: removed once measured
-            path.rmdir() if path.is_dir() else path.unlink()
+        _remove(out)
     return rows
+
+
+def _exact_top10(shards: Sequence[Path], queries: Any) -> Any:
+    """The exact top-10 rows of each query by inner product over the vector shards (read one at a time)."""
+    import numpy as np
+
+    best_scores = np.full((len(queries), 10), -np.inf, dtype=np.float32)
+    best_rows = np.zeros((len(queries), 10), dtype=np.int64)
+    start = 0
+    for path in shards:
+        vectors = np.load(path, mmap_mode="r")
+        scores = np.concatenate([best_scores, queries @ np.asarray(vectors).T], axis=1)
+        rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, start + len(vectors)),
+                                                          (len(queries), len(vectors)))], axis=1)
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :10]
+        best_scores, best_rows = np.take_along_axis(scores, top, 1), np.take_along_axis(rows, top, 1)
+        start += len(vectors)
+        del vectors
+    return best_rows
+
+
+def dense_rows(corpus: Path, sizes: Sequence[int], work: Path, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Per factory, a row per N: the dense index built from imported vectors, searched with query vectors."""
+    import numpy as np
+
+    from odqa.bench.synthetic import clustered_vectors
+
+    shards = clustered_vectors(work / "vectors", sizes[-1], DIMENSION, shard=VECTOR_SHARD)
+    (queries_file,) = clustered_vectors(work / "queries", QUESTIONS, DIMENSION, queries=True)
+    queries = np.load(queries_file)
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for n in sizes:
+        vectors = work / f"vectors-{n}"  # the first n rows, as a folder of shards
+        vectors.mkdir()
+        for path in shards[:n // VECTOR_SHARD]:
+            (vectors / path.name).symlink_to(path)
+        exact = work / f"exact-{n}.npy"
+        np.save(exact, _exact_top10(shards[:n // VECTOR_SHARD], queries))
+        for name in names:
+            factory, params, largest = DENSE[name]
+            if n > largest:
+                continue
+            out = work / f"dense-{name}-{n}"
+            build = _fresh({"task": "dense-build", "corpus": str(corpus), "n": n, "out": str(out),
+                            "factory": factory, "vectors": str(vectors)})
+            search = _fresh({"task": "dense-search", "n": n, "out": str(out), "params": params,
+                             "queries": str(queries_file), "exact": str(exact)})
+            row = {"n": n, "factory": factory, "search_params": params or "", "build_pps": n / build["seconds"],
+                   "build_us_per_passage": build["seconds"] / n * 1e6, "build_peak_mb": build["peak_mb"],
+                   "build_s": build["seconds"], "disk_bytes_per_passage": build["total_bytes"] / n,
+                   "index_bytes_per_passage": build["index_bytes"] / n,
+                   "vectors_bytes_per_passage": build["vectors_bytes"] / n, "search_qps": search["qps"],
+                   "search_peak_mb": search["peak_mb"], "search_anon_mb": search["anon_mb"],
+                   "recall10": search["recall10"]}
+            rows[name].append(row)
+            say(f"dense {name} ({factory}) {n:>9,}: build {row['build_pps']:,.0f} passages/s, peak RSS "
+                f"{row['build_peak_mb']:,.0f} MB, {row['disk_bytes_per_passage']:,.0f} B/passage on disk (index "
+                f"{row['index_bytes_per_passage']:,.0f}); search k={K} {row['search_qps']:,.0f} q/s, peak RSS "
+                f"{row['search_peak_mb']:,.0f} MB ({row['search_anon_mb']:,.0f} MB anonymous), recall@10 "
+                f"{row['recall10']:.3f}")
+            _remove(out)
+        _remove(vectors)
+    return rows
+
+
+def _remove(folder: Path) -> None:
+    """Remove a measured output (the largest are many GB)."""
+    for path in sorted(folder.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+    folder.rmdir()
 
 
 def project(rows: Sequence[dict[str, Any]], key: str, n: int = WIKIPEDIA) -> float:
@@ -132,8 +244,9 @@ def project(rows: Sequence[dict[str, Any]], key: str, n: int = WIKIPEDIA) -> flo
 
 def _part(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A row set with its projection to DPR's Wikipedia and its build memory's growth from the first to second N."""
-    keys = ("build_peak_mb", "build_us_per_passage", "search_peak_mb")
-    projection: dict[str, float] = {key: project(rows, key) for key in keys if key in rows[0]}
+    keys = ("build_peak_mb", "search_peak_mb", "search_anon_mb")
+    projection: dict[str, float] = {key: project(rows, key) for key in keys}
+    projection["build_us_per_passage"] = rows[-1]["build_us_per_passage"]  # linear cost: the largest N's rate
     projection["build_hours"] = projection["build_us_per_passage"] * WIKIPEDIA / 1e6 / 3600
     projection["disk_gb"] = rows[-1]["disk_bytes_per_passage"] * WIKIPEDIA / 1e9
     return {"rows": rows, "projection": projection,
@@ -155,6 +268,8 @@ def run(quick: bool = False, work: Path | None = None) -> dict[str, Any]:
         say(f"synthetic corpus: {sizes[-1]:,} passages in {time.perf_counter() - started:.0f} s "
             f"({corpus.stat().st_size / 1e9:.2f} GB of DPR TSV)")
         parts["BM25"] = _part(bm25_rows(corpus, sizes, folder))
+        dense = dense_rows(corpus, sizes, folder, QUICK_DENSE if quick else tuple(DENSE))
+        parts.update((name, _part(rows)) for name, rows in dense.items())
     for name, part in parts.items():
         projection = part["projection"]
         say(f"{name}: build peak RSS {sizes[1]:,} / {sizes[0]:,} passages {part['build_rss_ratio']:.2f}; projected at "

@@ -14,6 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -92,25 +93,32 @@ def write_tsv(path: Path, count: int, seed: int = 0) -> Path:
     return path
 
 
-def questions(count: int, corpus_size: int, seed: int = 1) -> list[str]:
-    """Questions of 8 words drawn by the same frequencies (BM25 search cost depends on the terms' frequency)."""
-    rng = np.random.default_rng(seed + corpus_size)
-    words = _words(rng, 8 * count, {})
-    return [" ".join(words[8 * i:8 * (i + 1)]) for i in range(count)]
+def questions(count: int) -> list[str]:
+    """The first ``count`` shipped TimeQA hard questions: real questions, whose words the corpus draws from."""
+    from odqa.datasets import load_timeqa
+
+    return [example.question for example in islice(load_timeqa(TIMEQA), count)]
 
 
-def clustered_vectors(path: Path, count: int, dim: int, clusters: int = 1024, seed: int = 0,
-                      spread: float = 0.35) -> Path:
-    """``count`` unit vectors around ``clusters`` random centres, float32, written as ``.npy`` in chunks."""
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+def clustered_vectors(folder: Path, count: int, dim: int, clusters: int = 1024, seed: int = 0, queries: bool = False,
+                      shard: int = 100_000, spread: float = 0.35) -> list[Path]:
+    """``count`` unit vectors around ``clusters`` random centres (drawn from ``seed``), float32, written as ``.npy``
+    shards of ``shard`` rows in ``folder`` (``queries``: other vectors around the same centres)."""
+    centres = np.random.default_rng(seed).standard_normal((clusters, dim)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    with path.open("wb") as fh:  # written, not memory-mapped: the pages never count in this process' memory
-        np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False, "shape": (count, dim)})
-        for start in range(0, count, 50_000):
-            size = min(50_000, count - start)
-            chunk = centres[rng.integers(0, clusters, size)]
-            chunk += spread / math.sqrt(dim) * rng.standard_normal((size, dim)).astype(np.float32)
-            chunk /= np.linalg.norm(chunk, axis=1, keepdims=True)
-            fh.write(chunk.tobytes())
-    return path
+    rng = np.random.default_rng([seed, int(queries)])
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for first in range(0, count, shard):
+        rows = min(shard, count - first)
+        path = folder / f"{first // shard:05d}.npy"
+        with path.open("wb") as fh:  # written, not memory-mapped: the pages never count in this process' memory
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False, "shape": (rows, dim)})
+            for start in range(0, rows, 50_000):
+                size = min(50_000, rows - start)
+                chunk = centres[rng.integers(0, clusters, size)]
+                chunk += np.float32(spread / math.sqrt(dim)) * rng.standard_normal((size, dim), dtype=np.float32)
+                chunk /= np.linalg.norm(chunk, axis=1, keepdims=True)
+                fh.write(chunk.tobytes())
+        paths.append(path)
+    return paths
