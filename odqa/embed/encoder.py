@@ -38,8 +38,8 @@ from odqa.errors import ConfigError, DependencyError, ModelError
 from odqa.records import Passage
 
 __all__ = [
-    "Encoder", "check_device", "query_precision", "quiet_weight_loading", "resolve_backend", "resolve_model",
-    "resolve_precision",
+    "Encoder", "check_device", "model_parts", "query_precision", "quiet_weight_loading", "resolve_backend",
+    "resolve_model", "resolve_precision",
 ]
 
 Progress = Callable[[int], None]
@@ -72,7 +72,7 @@ def resolve_model(config: EmbedConfig) -> Preset:
     return preset
 
 
-def _model_parts() -> tuple[Any, Any, Any]:
+def model_parts() -> tuple[Any, Any, Any]:
     """Transformer, Pooling and Normalize module classes across sentence-transformers 5.x and 6.x."""
     require("torch", "embed")
     require("sentence_transformers", "embed")
@@ -98,7 +98,8 @@ def quiet_weight_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-_quiet_weight_loading = quiet_weight_loading  # the name odqa.train (in progress) imports; drop once it moves
+# The private names odqa.train imports today; drop both once it imports the public ones.
+_quiet_weight_loading, _model_parts = quiet_weight_loading, model_parts
 
 
 def _looks_like_path(model: str) -> bool:
@@ -309,7 +310,7 @@ class Encoder:
         return compiled
 
     def _load(self) -> Any:
-        transformer_cls, pooling_cls, normalize_cls = _model_parts()
+        transformer_cls, pooling_cls, normalize_cls = model_parts()
         from sentence_transformers import SentenceTransformer
 
         try:
