@@ -16,6 +16,7 @@ from odqa.ray.config import Engine
 if TYPE_CHECKING:
     from odqa.index.config import IndexConfig
     from odqa.index.manifest import Manifest
+    from odqa.index.resources import BuildPlan
     from odqa.ray import RayConfig
 
 __all__ = ["index_app"]
@@ -112,8 +113,7 @@ def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayC
     from odqa.index.vectors import VectorSource
 
     imported = VectorSource(vectors) if vectors is not None else None  # a bad path fails before the count
-    with console.status("counting passages"):
-        size = corpus_size(open_passages(source, cfg.chunk))
+    size = corpus_size(open_passages(source, cfg.chunk))
     passages = open_passages(source, cfg.chunk)
     encoder = None
     if cfg.kind == "dense" and imported is None:
@@ -121,13 +121,19 @@ def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayC
             encoder = open_encoder(cfg, ray)
     columns = (SpinnerColumn(), TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("passages"),
                TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    bar = Progress(*columns, console=console, transient=True)
+    task = bar.add_task("index", total=size.count)
+
+    def start(plan: BuildPlan) -> None:  # once every check has passed: what the build needs, then its progress
+        console.print(plan.describe(), highlight=False, soft_wrap=True)
+        bar.start()
+
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("index", total=size.count)
-            return build_index(passages, out, cfg, encoder=encoder, vectors=imported, size=size, overwrite=overwrite,
-                               progress=lambda n: bar.advance(task, n),
-                               plan=lambda plan: console.print(plan.describe(), highlight=False))
+        return build_index(passages, out, cfg, encoder=encoder, vectors=imported, size=size, overwrite=overwrite,
+                           progress=lambda n: bar.advance(task, n), plan=start)
     finally:
+        if bar.live.is_started:
+            bar.stop()
         if encoder is not None:
             encoder.close()
 

@@ -20,7 +20,14 @@ from odqa.errors import ResourceError
 __all__ = ["BuildPlan", "check_plan", "dense_footprint", "machine_memory", "plan_build"]
 
 _IVF_ID = 8  # bytes of a passage's row id in an inverted list
-_GB = 1e9
+
+
+def _size(count: float) -> str:
+    """Bytes for a person: ``64.6 GB``, ``384.0 KB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count:,.0f} B"
 
 
 def _per_vector(faiss: Any, index: Any, dimension: int) -> tuple[float, float]:
@@ -80,6 +87,7 @@ class BuildPlan:
     vector_bytes: int
     index_bytes: int
     memory_bytes: int
+    train_size: int = 100_000
 
     @property
     def disk_bytes(self) -> int:
@@ -87,14 +95,13 @@ class BuildPlan:
 
     def describe(self) -> str:
         """One line: what the build needs."""
-        parts = [f"{self.passages:,} passages need about {self.disk_bytes / _GB:,.2f} GB of disk (text "
-                 f"{self.text_bytes / _GB:,.2f}"]
+        parts = [f"{self.passages:,} passages need about {_size(self.disk_bytes)} of disk (text "
+                 f"{_size(self.text_bytes)}"]
         if self.kind == "dense":
-            parts.append(f", vectors {self.vector_bytes / _GB:,.2f}, {self.factory} index "
-                         f"{self.index_bytes / _GB:,.2f}")
+            parts.append(f", vectors {_size(self.vector_bytes)}, {self.factory} index {_size(self.index_bytes)}) "
+                         f"and {_size(self.memory_bytes)} of memory for the index")
         else:
-            parts.append(f", BM25 index about {self.index_bytes / _GB:,.2f}")
-        parts.append(f") and {self.memory_bytes / _GB:,.2f} GB of memory for the index")
+            parts.append(f", BM25 index about {_size(self.index_bytes)})")
         return "".join(parts)
 
 
@@ -115,9 +122,9 @@ def plan_build(kind: str, count: int, text_bytes: int, factory: str | None = Non
     """The plan of a ``kind`` build of ``count`` passages whose stored text takes ``text_bytes``."""
     if kind != "dense" or factory is None or dimension is None:
         # bm25s keeps about one float and one int per distinct term of a passage: at most the text's size.
-        return BuildPlan(count, kind, None, None, text_bytes, 0, text_bytes, 0)
+        return BuildPlan(count, kind, None, None, text_bytes, 0, text_bytes, 0, train_size)
     memory, disk = dense_footprint(factory, count, dimension, train_size)
-    return BuildPlan(count, kind, factory, dimension, text_bytes, 4 * dimension * count, disk, memory)
+    return BuildPlan(count, kind, factory, dimension, text_bytes, 4 * dimension * count, disk, memory, train_size)
 
 
 def check_plan(plan: BuildPlan, out: Path, already: int = 0) -> None:
@@ -129,18 +136,18 @@ def check_plan(plan: BuildPlan, out: Path, already: int = 0) -> None:
         for pattern in _ALTERNATIVES:
             m = max(d for d in (64, 48, 32, 16, 8, 4, 2, 1) if plan.dimension % d == 0)
             factory = pattern.format(lists=_lists(plan.passages), m=m)
-            memory, disk = dense_footprint(factory, plan.passages, plan.dimension, 100_000)
+            memory, disk = dense_footprint(factory, plan.passages, plan.dimension, plan.train_size)
             if memory <= available:
-                fits.append(f"{factory} ({memory / _GB:,.1f} GB memory, {disk / _GB:,.1f} GB disk)")
+                fits.append(f"{factory} ({_size(memory)} memory, {_size(disk)} disk)")
         hint = "; factories that fit: " + ", ".join(fits) if fits else "; no usual factory fits: use a larger machine"
         raise ResourceError(f"a {plan.factory} index of {plan.passages:,} x {plan.dimension} vectors needs "
-                            f"{plan.memory_bytes / _GB:,.1f} GB of memory, this machine has {available / _GB:,.1f} GB "
-                            f"available{hint}")
+                            f"{_size(plan.memory_bytes)} of memory, this machine has {_size(available)} available"
+                            + hint)
     folder = out
     while not folder.exists():
         folder = folder.parent
     free = shutil.disk_usage(folder).free
     needed = max(0, plan.disk_bytes - already)
     if needed > free:
-        raise ResourceError(f"{plan.describe()}: {needed / _GB:,.2f} GB more than written so far, but {folder} has "
-                            f"{free / _GB:,.2f} GB free; free disk space or choose another --out")
+        raise ResourceError(f"{plan.describe()}: {_size(needed)} more than written so far, but {folder} has "
+                            f"{_size(free)} free; free disk space or choose another --out")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,7 +58,16 @@ def config_for(tiny_bert: Path, factory: str, **changes: object) -> IndexConfig:
     return dataclasses.replace(IndexConfig(kind="dense", faiss=factory, shard_size=700, embed=embed), **changes)
 
 
-@pytest.mark.parametrize("factory", ["IVF16,Flat", "IVF16,SQ8", "IVF16,PQ8"])
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, passages: list[Passage], vectors_dir: Path,
+              tiny_bert: Path) -> Path:
+    """An uninterrupted IVF-PQ build from the vectors (5 shards of 700, the last of 200); do not modify it."""
+    out = tmp_path_factory.mktemp("reference") / "index"
+    build_index(passages, out, config_for(tiny_bert, "IVF16,PQ8x4"), vectors=vectors_dir)
+    return out
+
+
+@pytest.mark.parametrize("factory", ["IVF16,Flat", "IVF16,SQ8", "IVF16,PQ8x4"])
 def test_on_disk_ivf_searches_as_the_in_memory_index(factory: str, tmp_path: Path, passages: list[Passage],
                                                      vectors_dir: Path, tiny_bert: Path) -> None:
     import faiss
@@ -123,7 +133,7 @@ def test_bad_vectors_are_one_line_and_nothing_is_written(make: object, message: 
     vectors = make(tmp_path)  # type: ignore[operator]
     out = tmp_path / "index"
     with pytest.raises(InputError, match=message):
-        build_index(passages, out, config_for(tiny_bert, "IVF16,PQ8"), vectors=vectors)
+        build_index(passages, out, config_for(tiny_bert, "IVF16,PQ8x4"), vectors=vectors)
     assert not out.exists()
 
 
@@ -138,7 +148,7 @@ def test_memory_is_estimated_before_any_work_naming_factories_that_fit(monkeypat
     assert flat.memory_bytes == wiki * 768 * 4 == flat.index_bytes
     with pytest.raises(ResourceError, match=r"a Flat index of 21,015,324 x 768 vectors needs 64.6 GB of memory, this "
                                             r"machine has 24.0 GB available; factories that fit: IVF32768,PQ64 "
-                                            r"\(0.4 GB memory, 1.6 GB disk\), IVF32768,SQ8"):
+                                            r"\(407.9 MB memory, 1.6 GB disk\), IVF32768,SQ8"):
         check_plan(flat, Path("."))
     pq = plan_build("dense", wiki, 13 * 10**9, "IVF65536,PQ64", 768)
     assert pq.index_bytes == 65536 * 768 * 4 + wiki * (64 + 8)  # 1.71 GB on disk: quantizer, codes and ids
@@ -152,25 +162,25 @@ def test_a_build_that_does_not_fit_writes_nothing(monkeypatch: pytest.MonkeyPatc
                                                   tiny_bert: Path) -> None:
     from odqa.index import resources
 
-    monkeypatch.setattr(resources, "machine_memory", lambda: 100_000)
-    with pytest.raises(ResourceError, match=r"a Flat index of 3,000 x 32 vectors needs 0.0 GB of memory"):
-        build_index(passages, tmp_path / "a", config_for(tiny_bert, "Flat"), vectors=vectors_dir)
+    monkeypatch.setattr(resources, "machine_memory", lambda: 300_000)
+    with pytest.raises(ResourceError, match=r"a Flat index of 3,000 x 32 vectors needs 384.0 KB of memory, this "
+                                            r"machine has 300.0 KB available; factories that fit: IVF256,PQ32 "
+                                            r"\(160.8 KB memory, 152.8 KB disk\)"):
+        build_index(passages, tmp_path / "a", config_for(tiny_bert, "Flat", train_size=1000), vectors=vectors_dir)
     assert not (tmp_path / "a").exists()
     monkeypatch.undo()
     free = type("Usage", (), {"free": 10_000})
     monkeypatch.setattr(resources.shutil, "disk_usage", lambda path: free)
-    with pytest.raises(ResourceError, match=r"3,000 passages need about 0.00 GB of disk .* has 0.00 GB free; free disk "
-                                            r"space or choose another --out"):
+    with pytest.raises(ResourceError, match=r"3,000 passages need about [\d.]+ [KM]B of disk .* has 10.0 KB free; "
+                                            r"free disk space or choose another --out"):
         build_index(passages, tmp_path / "b", config_for(tiny_bert, "Flat"), vectors=vectors_dir)
     assert not (tmp_path / "b").exists()
 
 
 def test_out_of_disk_mid_shard_is_one_line_and_resumes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                        passages: list[Passage], vectors_dir: Path,
-                                                       tiny_bert: Path) -> None:
-    config = config_for(tiny_bert, "IVF16,PQ8")
-    reference = tmp_path / "reference"
-    build_index(passages, reference, config, vectors=vectors_dir)
+                                                       tiny_bert: Path, reference: Path) -> None:
+    config = config_for(tiny_bert, "IVF16,PQ8x4")
     out = tmp_path / "index"
     real_save, saves = np.save, []
 
@@ -201,7 +211,7 @@ from odqa.index.config import IndexConfig
 from odqa.records import Passage
 
 out, vectors, model, step = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-config = IndexConfig(kind="dense", faiss="IVF16,PQ8", shard_size=700,
+config = IndexConfig(kind="dense", faiss="IVF16,PQ8x4", shard_size=700,
                      embed=EmbedConfig(model=model, pooling="mean", normalize=True, device="cpu"))
 passages = [Passage(f"p{i}", f"d{i // 10}", f"Title {i // 10}", f"passage {i} text") for i in range({count})]
 writes = []
@@ -230,12 +240,11 @@ build_index(passages, out, config, vectors=vectors)
 
 @pytest.mark.parametrize("step", ["block", "header", "ivfdata"])
 def test_assembly_killed_at_any_point_resumes_to_identical_bytes(step: str, tmp_path: Path, passages: list[Passage],
-                                                                 vectors_dir: Path, tiny_bert: Path) -> None:
+                                                                 vectors_dir: Path, tiny_bert: Path,
+                                                                 reference: Path) -> None:
     """SIGKILL after the third block of inverted lists is written, after faiss.index is written (its ivfdata still
     under a temporary name), and after faiss.ivfdata is in place (the manifest not yet complete)."""
-    config = config_for(tiny_bert, "IVF16,PQ8")
-    reference = tmp_path / "reference"
-    build_index(passages, reference, config, vectors=vectors_dir)
+    config = config_for(tiny_bert, "IVF16,PQ8x4")
     out = tmp_path / "index"
     with subprocess.Popen([sys.executable, "-c", _KILLED_ASSEMBLY, str(out), str(vectors_dir), str(tiny_bert), step],
                           stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
@@ -248,3 +257,28 @@ def test_assembly_killed_at_any_point_resumes_to_identical_bytes(step: str, tmp_
     assert not killed.complete and len(killed.shards) == 5  # every shard listed, the assembly unfinished
     build_index(passages, out, config, vectors=vectors_dir)
     assert files_of(out) == files_of(reference)
+
+
+def test_cli_builds_from_vectors_saying_what_it_needs(tmp_path: Path, passages: list[Passage], vectors_dir: Path,
+                                                      tiny_bert: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from odqa.cli import app
+
+    source = tmp_path / "passages.jsonl"
+    source.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n" for p in passages))
+    model = ["--model", str(tiny_bert), "--pooling", "mean", "--normalize"]
+    out = tmp_path / "index"
+    result = CliRunner().invoke(app, ["index", "build", str(source), "--vectors", str(vectors_dir), *model,
+                                      "--faiss", "IVF16,SQ8", "--shard-size", "1000", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"3,000 passages need about [\d.]+ KB of disk \(text [\d.]+ KB, vectors 384.0 KB, IVF16,SQ8 "
+                     r"index [\d.]+ KB\) and [\d.]+ KB of memory for the index", result.output), result.output
+    assert read_manifest(out).settings["vectors"] == "imported"
+    result = CliRunner().invoke(app, ["index", "build", str(source), "--vectors", str(vectors_dir / "a.npy"), *model,
+                                      "--out", str(tmp_path / "other")])
+    assert result.exit_code == 1
+    assert result.output.startswith("InputError: --vectors ") and "holds 1,000 vectors but the input has 3,000" in (
+        result.output) and result.output.count("\n") == 1
