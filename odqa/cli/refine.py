@@ -44,12 +44,14 @@ def refine_command(
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1, ... (default auto).")] = None,
     precision: Annotated[EmbedPrecision | None, typer.Option(
         help="auto (default): the fastest measured on the device (bf16 on CPUs with AVX-512 BF16/AMX, fp16 on "
-             "CUDA, else fp32); the choice is written in the config beside the output.")] = None,
+             "CUDA, else fp32); bf16 is refused on a CPU without it (emulated, 8x slower); the choice is written in "
+             "the config beside the output.")] = None,
     backend: Annotated[EmbedBackend | None, typer.Option(
         help="What runs the encoder: auto (default) is openvino on a CPU where it is installed (fastest measured "
              "there), else torch; the choice is written in the config beside the output.")] = None,
     cache_dir: Annotated[str | None, typer.Option(help="Embedding cache folder (default: the user cache).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Encode everything; read and write no cache.")
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Encode everything; read and write no vector cache "
+                                                              "(a converted OpenVINO model is still reused).")
                         ] = False,
     cache_limit_gb: Annotated[float | None, typer.Option(
         help="Embedding cache size limit; least recently used vectors are evicted past it (default 2).")] = None,

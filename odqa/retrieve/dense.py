@@ -22,19 +22,20 @@ __all__ = ["DenseRetriever", "query_config"]
 
 def query_config(settings: dict[str, Any], model: str | None = None, **options: Any) -> EmbedConfig:
     """The encoder settings for querying an index built with ``settings``; ``model``, when given, must be its."""
-    from odqa.embed import PRESETS, query_precision
+    from odqa.embed import PRESETS, VectorSpec, query_precision
 
-    built = settings["preset"]
+    built, recorded = settings["preset"], VectorSpec.from_json(settings)
     if model is not None and model not in (built, settings["model"]):
         hub = f" ({settings['model']})" if settings["model"] != built else ""
         raise IndexMismatchError(
             f"this index was built with {built!r}{hub}, not {model!r}: query it with the model it was built with "
             f"(leave --model out), or build an index with {model!r}")
-    explicit = {} if built in PRESETS else {"pooling": settings["pooling"], "normalize": settings["normalize"]}
+    explicit: dict[str, Any] = {} if built in PRESETS else {"pooling": recorded.pooling,
+                                                            "normalize": recorded.normalize}
     chosen = {key: value for key, value in options.items() if value is not None}
-    return EmbedConfig(model=built, precision=query_precision(settings["precision"], chosen.get("device")),
-                       query_prompt=settings["query_prefix"], passage_prompt=settings["passage_prefix"],
-                       cache_dir="", **explicit, **chosen)
+    return EmbedConfig(model=built, precision=query_precision(recorded.precision, chosen.get("device")),
+                       query_prompt=recorded.query_prefix, passage_prompt=recorded.passage_prefix, cache_dir="",
+                       **explicit, **chosen)
 
 
 def _check_encoder(folder: Path, settings: dict[str, Any], encoder: Encoder) -> None:
