@@ -270,7 +270,6 @@ def fit(
         ranker.model.eval()
         with torch.no_grad():
             scores = ranker.score(dev_groups)
-        ranker.model.train()
         result = DevRecall(step, step // per_epoch, dev_recall(dev_groups, scores, config.ks), len(dev_groups))
         history.append(result)
         if best is None or _key(result, config.ks) > _key(best, config.ks):
@@ -279,10 +278,10 @@ def fit(
         if on_dev is not None:
             on_dev(result)
 
-    ranker.model.train()
     if dev_groups and latest is None:
         evaluate()
     while step < total:
+        ranker.model.train()  # every step: evaluating and saving (sentence-transformers' save) leave eval mode
         items = [_item(train[i], config.seed, step, config.negatives)
                  for i in _batch_indices(step, len(train), config.batch_size, config.seed)]
         loss = ranker.loss(items)

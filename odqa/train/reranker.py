@@ -103,7 +103,7 @@ def train_reranker(
     ``odqa refine --rerank out/best`` loads."""
     source = PRESETS[config.model].source() if config.model in PRESETS else config.model
     miner = EmbedConfig(model=config.miner, pooling=config.pooling, normalize=config.normalize, cache_dir="",
-                        device=config.device, backend="torch")
+                        device=config.device)
     resolve_model(miner)  # an unknown miner fails before any work
 
     def load(model: str) -> CrossEncoderModel:

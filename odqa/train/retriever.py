@@ -113,7 +113,7 @@ def train_retriever(
     """Fine-tune the bi-encoder ``config.model`` on ``train``; the best model lands in ``out/best``, loaded by
     ``--model out/best`` plus :func:`load_flags` (its pooling and normalisation), as written in training.json."""
     embed = EmbedConfig(model=config.model, pooling=config.pooling, normalize=config.normalize, cache_dir="",
-                        device=config.device, backend="torch")  # mining runs once: no OpenVINO conversion
+                        device=config.device)
     preset = resolve_model(embed)
 
     def load(source: str) -> BiEncoder:
