@@ -68,7 +68,8 @@ def test_bm25_rows_build_and_search_in_fresh_processes(tmp_path: Path) -> None:
     assert [r["n"] for r in rows] == [300]
     for row in rows:
         assert 30 < row["build_peak_mb"] < 2_000 and 30 < row["search_peak_mb"] < 2_000
-        assert row["search_anon_mb"] <= row["search_peak_mb"]
+        assert row["search_anon_mb"] <= row["search_peak_anon_mb"] <= row["search_peak_mb"]
+        assert 0 < row["build_peak_anon_mb"] <= row["build_peak_mb"]
         assert row["disk_bytes_per_passage"] > row["index_bytes_per_passage"] > 0
         assert row["search_qps"] > 0 and row["vocabulary"] > 1_000
     assert not list(tmp_path.glob("bm25-*/**/*.npy"))  # measured indexes are removed
@@ -78,7 +79,8 @@ def test_plot_draws_measured_and_projected_memory_and_time(tmp_path: Path) -> No
     from odqa.bench.plots import scale_curves
 
     rows = [{"n": n, "build_peak_mb": 300.0 + n / 1e5, "build_us_per_passage": 400.0 + n / 1e5,
-             "search_peak_mb": 200.0, "search_anon_mb": 100.0} for n in (100_000, 400_000)]
+             "build_peak_anon_mb": 250.0, "search_peak_mb": 200.0, "search_peak_anon_mb": 100.0}
+            for n in (100_000, 400_000)]
     part = scale._part([dict(r, disk_bytes_per_passage=1600.0) for r in rows])
     assert part["projection"]["build_peak_mb"] == pytest.approx(300 + 210.15324)
     assert part["projection"]["build_hours"] == pytest.approx(404e-6 * scale.WIKIPEDIA / 3600)  # the last rate

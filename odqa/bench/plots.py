@@ -98,9 +98,9 @@ def scale_curves(scale: dict[str, Any], path: Path) -> Path:
             line = ax.plot(ns, [r[key] for r in rows], marker="o", label=f"{name} build")[0]
             ax.plot([ns[-1], target], [rows[-1][key], part["projection"][key]], linestyle=":",
                     color=line.get_color())
-        line = memory.plot(ns, [r["search_anon_mb"] for r in rows], marker="s", linestyle="--",
+        line = memory.plot(ns, [r["search_peak_anon_mb"] for r in rows], marker="s", linestyle="--",
                            label=f"{name} search (anonymous: not page cache)")[0]
-        memory.plot([ns[-1], target], [rows[-1]["search_anon_mb"], part["projection"]["search_anon_mb"]],
+        memory.plot([ns[-1], target], [rows[-1]["search_peak_anon_mb"], part["projection"]["search_peak_anon_mb"]],
                     linestyle=":", color=line.get_color())
     for ax, label in ((memory, "peak RSS (MB)"), (time, "build time per passage (µs)")):
         ax.set_xscale("log")

@@ -51,15 +51,43 @@ DENSE = {"IVF-PQ": ("IVF1024,PQ64", "nprobe=16", SIZES[-1]), "Flat": ("Flat", No
 QUICK_DENSE = ("IVF-PQ",)  # what the floors read
 
 
-def _memory() -> dict[str, float]:
-    """This process's peak resident memory and its anonymous memory now (MiB), from /proc/self/status."""
+def _status(*keys: str) -> dict[str, float]:
+    """Fields of /proc/self/status in MiB."""
     fields = {}
     with open("/proc/self/status") as fh:
         for line in fh:
             key, _, value = line.partition(":")
-            if key in ("VmHWM", "RssAnon"):
+            if key in keys:
                 fields[key] = int(value.split()[0]) / 1024
-    return {"peak_mb": fields["VmHWM"], "anon_mb": fields["RssAnon"]}
+    return fields
+
+
+class _AnonPeak:
+    """Samples this process' anonymous memory every 20 ms: the peak of what page cache cannot stand in for
+    (VmHWM also counts the pages of memory-mapped files, which the kernel can drop)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak = 0.0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(0.02):
+            self.peak = max(self.peak, _status("RssAnon")["RssAnon"])
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        return max(self.peak, _status("RssAnon")["RssAnon"])
+
+
+def _memory(anon: _AnonPeak) -> dict[str, float]:
+    """This process's peak resident memory, its peak and final anonymous memory (MiB)."""
+    fields = _status("VmHWM", "RssAnon")
+    return {"peak_mb": fields["VmHWM"], "anon_mb": fields["RssAnon"], "peak_anon_mb": anon.stop()}
 
 
 def _folder_bytes(folder: Path, pattern: str = "**/*") -> int:
@@ -150,17 +178,19 @@ def bm25_rows(corpus: Path, sizes: Sequence[int], work: Path) -> list[dict[str, 
         build = _fresh({"task": "bm25-build", "corpus": str(corpus), "n": n, "out": str(out)})
         search = _fresh({"task": "bm25-search", "n": n, "out": str(out)})
         row = {"n": n, "build_pps": n / build["seconds"], "build_us_per_passage": build["seconds"] / n * 1e6,
-               "build_peak_mb": build["peak_mb"], "build_s": build["seconds"], "vocabulary": build["vocabulary"],
+               "build_peak_mb": build["peak_mb"], "build_peak_anon_mb": build["peak_anon_mb"],
+               "build_s": build["seconds"], "vocabulary": build["vocabulary"],
                "disk_bytes_per_passage": build["total_bytes"] / n,
                "index_bytes_per_passage": build["index_bytes"] / n, "terms_bytes_per_passage": build["terms_bytes"] / n,
                "text_bytes_per_passage": build["text_bytes"] / n,
                "search_qps": search["qps"], "search_peak_mb": search["peak_mb"], "search_anon_mb": search["anon_mb"],
-               "search_load_s": search["load_s"]}
+               "search_peak_anon_mb": search["peak_anon_mb"], "search_load_s": search["load_s"]}
         rows.append(row)
-        say(f"BM25 {n:>9,}: build {row['build_pps']:,.0f} passages/s, peak RSS {row['build_peak_mb']:,.0f} MB, "
+        say(f"BM25 {n:>9,}: build {row['build_pps']:,.0f} passages/s, peak RSS {row['build_peak_mb']:,.0f} MB "
+            f"({row['build_peak_anon_mb']:,.0f} MB anonymous), "
             f"{row['disk_bytes_per_passage']:,.0f} B/passage on disk (index {row['index_bytes_per_passage']:,.0f}), "
             f"vocabulary {row['vocabulary']:,}; search k={K} {row['search_qps']:,.1f} q/s, peak RSS "
-            f"{row['search_peak_mb']:,.0f} MB ({row['search_anon_mb']:,.0f} MB anonymous)")
+            f"{row['search_peak_mb']:,.0f} MB ({row['search_peak_anon_mb']:,.0f} MB anonymous)")
         _remove(out)
     return rows
 
@@ -212,17 +242,19 @@ def dense_rows(corpus: Path, sizes: Sequence[int], work: Path, names: Sequence[s
                              "queries": str(queries_file), "exact": str(exact)})
             row = {"n": n, "factory": factory, "search_params": params or "", "build_pps": n / build["seconds"],
                    "build_us_per_passage": build["seconds"] / n * 1e6, "build_peak_mb": build["peak_mb"],
-                   "build_s": build["seconds"], "disk_bytes_per_passage": build["total_bytes"] / n,
+                   "build_peak_anon_mb": build["peak_anon_mb"], "build_s": build["seconds"],
+                   "disk_bytes_per_passage": build["total_bytes"] / n,
                    "index_bytes_per_passage": build["index_bytes"] / n,
                    "vectors_bytes_per_passage": build["vectors_bytes"] / n, "search_qps": search["qps"],
                    "search_peak_mb": search["peak_mb"], "search_anon_mb": search["anon_mb"],
-                   "recall10": search["recall10"]}
+                   "search_peak_anon_mb": search["peak_anon_mb"], "recall10": search["recall10"]}
             rows[name].append(row)
             say(f"dense {name} ({factory}) {n:>9,}: build {row['build_pps']:,.0f} passages/s, peak RSS "
-                f"{row['build_peak_mb']:,.0f} MB, {row['disk_bytes_per_passage']:,.0f} B/passage on disk (index "
-                f"{row['index_bytes_per_passage']:,.0f}); search k={K} {row['search_qps']:,.0f} q/s, peak RSS "
-                f"{row['search_peak_mb']:,.0f} MB ({row['search_anon_mb']:,.0f} MB anonymous), recall@10 "
-                f"{row['recall10']:.3f}")
+                f"{row['build_peak_mb']:,.0f} MB ({row['build_peak_anon_mb']:,.0f} MB anonymous), "
+                f"{row['disk_bytes_per_passage']:,.0f} B/passage on disk (index "
+                f"{row['index_bytes_per_passage']:,.0f}); "
+                f"search k={K} {row['search_qps']:,.0f} q/s, peak RSS {row['search_peak_mb']:,.0f} MB "
+                f"({row['search_peak_anon_mb']:,.0f} MB anonymous), recall@10 {row['recall10']:.3f}")
             _remove(out)
         _remove(vectors)
     return rows
@@ -244,7 +276,7 @@ def project(rows: Sequence[dict[str, Any]], key: str, n: int = WIKIPEDIA) -> flo
 
 def _part(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A row set with its projection to DPR's Wikipedia and its build memory's growth from the first to second N."""
-    keys = ("build_peak_mb", "search_peak_mb", "search_anon_mb")
+    keys = ("build_peak_mb", "build_peak_anon_mb", "search_peak_mb", "search_peak_anon_mb")
     projection: dict[str, float] = {key: project(rows, key) for key in keys}
     projection["build_us_per_passage"] = rows[-1]["build_us_per_passage"]  # linear cost: the largest N's rate
     projection["build_hours"] = projection["build_us_per_passage"] * WIKIPEDIA / 1e6 / 3600
@@ -292,5 +324,6 @@ def check(results: dict[str, Any], floors: dict[str, Any]) -> list[str]:
 
 if __name__ == "__main__":  # one step in a fresh process: TASK-JSON; prints its figures and memory as JSON
     task = json.loads(sys.argv[1])
+    sampler = _AnonPeak()
     figures = _TASKS[task["task"]](task)
-    print(json.dumps(figures | _memory()))
+    print(json.dumps(figures | _memory(sampler)))
