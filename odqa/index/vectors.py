@@ -38,14 +38,14 @@ class VectorSource:
             raise InputError(f"--vectors {self.path}: the folder holds no .npy file; pass a .npy file or a folder of "
                              ".npy shards in passage order")
         self.files = files
-        self.arrays = [self._open(file) for file in files]
-        dimensions = sorted({array.shape[1] for array in self.arrays})
+        shapes = [self._open(file).shape for file in files]
+        dimensions = sorted({shape[1] for shape in shapes})
         if len(dimensions) > 1:
-            widths = ", ".join(f"{f.name} {a.shape[1]}" for f, a in zip(files, self.arrays, strict=True))
+            widths = ", ".join(f"{f.name} {shape[1]}" for f, shape in zip(files, shapes, strict=True))
             raise InputError(f"--vectors {self.path}: the files hold vectors of different dimensions ({widths}); every "
                              "shard must come from the same model")
         self.dimension = dimensions[0]
-        self.starts = np.cumsum([0] + [len(a) for a in self.arrays])
+        self.starts = np.cumsum([0] + [shape[0] for shape in shapes])
         self.count = int(self.starts[-1])
 
     @staticmethod
@@ -64,12 +64,13 @@ class VectorSource:
         return array
 
     def rows(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``start:stop`` across the files, as float32."""
+        """Rows ``start:stop`` across the files, as float32 (each file mapped only while it is read, so the pages
+        read do not stay in this process's memory as the build goes on)."""
         parts = []
-        for number, array in enumerate(self.arrays):
+        for number, file in enumerate(self.files):
             first, end = int(self.starts[number]), int(self.starts[number + 1])
             if end > start and first < stop:
-                parts.append(array[max(start, first) - first : min(stop, end) - first])
+                parts.append(np.array(self._open(file)[max(start, first) - first : min(stop, end) - first]))
         return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros((0, self.dimension)),
                                     dtype=np.float32)
 
