@@ -87,8 +87,9 @@ def corpus_size(passages: Iterable[Passage]) -> CorpusSize:
 
 
 # What a build writes besides the files its manifest lists: temporary files of atomic writes (and staging folders)
-# left by a kill mid-write, shard files written but not yet listed, and the CLI's resolved config.
-_STAGING = (".*.tmp", "shards/.*.tmp", "shards/[0-9][0-9][0-9][0-9][0-9].*", "build.config.json")
+# left by a kill mid-write, shard and index files written but not yet listed, and the CLI's resolved config.
+_STAGING = (".*.tmp", "shards/.*.tmp", "shards/[0-9][0-9][0-9][0-9][0-9].*", "faiss.index", "faiss.ivfdata", "bm25",
+            "build.config.json")
 
 
 def _remove(path: Path) -> None:

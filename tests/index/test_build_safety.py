@@ -47,6 +47,7 @@ def test_overwrite_removes_only_the_index_s_own_files(tmp_path: Path, short_corp
     (out / "build.config.json").write_text("{}")  # what the CLI writes beside the index
     (out / "shards" / ".00007.vectors.npy.abc.tmp").write_bytes(b"left by a kill mid-write")
     (out / "shards" / "00009.vectors.npy").write_bytes(b"written, never listed")
+    (out / "faiss.ivfdata").write_bytes(b"left by an IVF assembly killed before the manifest listed it")
     (out / "NOTES.md").write_text("my notes about this index\n")
     (out / "eval").mkdir()
     (out / "eval" / "run.jsonl").write_text("{}\n")
@@ -56,7 +57,7 @@ def test_overwrite_removes_only_the_index_s_own_files(tmp_path: Path, short_corp
     assert {"NOTES.md", "eval/run.jsonl"} <= left  # the user's files survive
     assert (out / "NOTES.md").read_text() == "my notes about this index\n"
     assert not {"shards/00001.passages.jsonl", "shards/00002.vectors.npy", "shards/00009.vectors.npy",
-                "shards/.00007.vectors.npy.abc.tmp", "build.config.json"} & left
+                "shards/.00007.vectors.npy.abc.tmp", "build.config.json", "faiss.ivfdata"} & left
     indexed = {entry.name for shard in manifest.shards for entry in shard.files.values()}
     assert left == indexed | {entry.name for entry in manifest.index_files.values()} | {
         "manifest.json", "NOTES.md", "eval/run.jsonl"}
