@@ -102,11 +102,14 @@ def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayC
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
         SpinnerColumn,
+        Task,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+    from rich.text import Text
 
     from odqa.index.build import build_index, corpus_size, open_encoder
     from odqa.index.source import open_passages
@@ -119,8 +122,14 @@ def _build(source: Path, out: Path, cfg: IndexConfig, overwrite: bool, ray: RayC
     if cfg.kind == "dense" and imported is None:
         with console.status(f"loading embedding model {cfg.embed.model!r}"):
             encoder = open_encoder(cfg, ray)
+    class Rate(ProgressColumn):
+        """Passages/s as measured (shown from the first finished shard on)."""
+
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed:,.0f} passages/s" if task.speed else "")
+
     columns = (SpinnerColumn(), TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("passages"),
-               TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+               Rate(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     bar = Progress(*columns, console=console, transient=True)
     task = bar.add_task("index", total=size.count)
 
