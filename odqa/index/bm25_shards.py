@@ -126,7 +126,11 @@ def _npy_header(fh: IO[bytes], dtype: np.dtype[Any], length: int) -> None:
 
 def _idf(df: np.ndarray, count: int) -> np.ndarray:
     """Lucene's idf of each term, by ``math.log`` in float64 and stored float32, as bm25s computes it."""
-    return np.array([math.log(1 + (count - n + 0.5) / (n + 0.5)) for n in df.tolist()], dtype=np.float32)
+    idf = np.empty(len(df), dtype=np.float32)
+    for start in range(0, len(df), 1 << 16):  # a slice at a time: a Python float per term would grow with N
+        idf[start:start + (1 << 16)] = [math.log(1 + (count - n + 0.5) / (n + 0.5))
+                                        for n in df[start:start + (1 << 16)].tolist()]
+    return idf
 
 
 def _blocks(indptr: np.ndarray) -> Iterator[tuple[int, int]]:
