@@ -86,8 +86,9 @@ class _AnonPeak:
 
 def _memory(anon: _AnonPeak) -> dict[str, float]:
     """This process's peak resident memory, its peak and final anonymous memory (MiB)."""
+    peak_anon = anon.stop()
     fields = _status("VmHWM", "RssAnon")
-    return {"peak_mb": fields["VmHWM"], "anon_mb": fields["RssAnon"], "peak_anon_mb": anon.stop()}
+    return {"peak_mb": fields["VmHWM"], "anon_mb": fields["RssAnon"], "peak_anon_mb": max(peak_anon, fields["RssAnon"])}
 
 
 def _folder_bytes(folder: Path, pattern: str = "**/*") -> int:
