@@ -60,6 +60,16 @@ def test_throughput_floors_fail_below_and_pass_at_or_above() -> None:
                                                   "refine throughput top10_overlap"]
 
 
+def test_a_cpu_without_bf16_is_held_to_its_own_floors_where_they_are_given() -> None:
+    floors = {"unique_speedup": 1.2, "timeqa_speedup": 20.0, "timeqa_warm_speedup": 150.0,
+              "without_bf16": {"unique_speedup": 1.0, "timeqa_speedup": 10.0}}
+    fp32_run = {**_throughput(1.1, 12.0, 1.0, warm=140.0), "cpu_bf16": False}
+    assert [f.split(":")[0] for f in refine.check(fp32_run, floors)] == ["refine throughput timeqa_warm_speedup"]
+    bf16_run = {**fp32_run, "cpu_bf16": True}
+    assert [f.split(":")[0] for f in refine.check(bf16_run, floors)] == [
+        "refine throughput unique_speedup", "refine throughput timeqa_speedup", "refine throughput timeqa_warm_speedup"]
+
+
 def test_quality_floors_and_hybrid_must_beat_both_parts() -> None:
     row = {"all": {5: 0.9}, "half1": {5: 0.9}}
     results = {"results": {"own": {"bm25": {"all": {5: 0.8}}, "dense": {"all": {5: 0.91}}, "hybrid (default)": row}}}
