@@ -8,16 +8,17 @@ count too) and its anonymous memory at the end. Rows per N:
 - BM25 (``odqa index build --kind bm25`` on the TSV): build passages/s, peak RSS, bytes on disk per passage
   (passage text, per-shard term counts, the bm25s index), vocabulary size; search questions/s at k=100 and its
   peak RSS;
-- dense from imported vectors (clustered unit vectors, so encoding cost does not hide the index's), per FAISS
-  factory: build passages/s, peak RSS, bytes on disk per passage, search questions/s at k=100, recall@10
-  against exact search.
+- dense from imported vectors (:func:`odqa.bench.synthetic.clustered_vectors`: unit vectors of low intrinsic
+  dimension, so encoding cost does not hide the index's), per FAISS factory: build passages/s,
+  peak RSS, bytes on disk per passage, search questions/s at k=100, recall@10 against exact search.
 
 The questions are the shipped TimeQA hard questions (the corpus' words come from the same text), the query
-vectors other vectors around the same centres. ``--quick`` (the CI gate) runs N = 100K and 400K; the full run
-adds 1M and 5M. Memory is projected to DPR's 21,015,324 passages on the straight line through the two largest
-N, build time at the largest N's rate per passage (the costs are linear in N). Floors
-(``bench/floors.json``, ``scale``): the peak RSS of the BM25 and IVF-PQ builds may grow at most 1.3x from 100K
-to 400K.
+vectors perturbed corpus vectors. ``--quick`` (the CI gate) runs N = 100K and 400K and builds IVF256,PQ32 only
+(trained on 16,384 vectors); the full run adds 1M and 5M, IVF1024,PQ64, Flat and HNSW-SQ8.
+Memory is projected to DPR's 21,015,324 passages on the straight line through the two largest N, build time
+at the largest N's rate per passage (the costs are linear in N). Floors
+(``bench/floors.json``, ``scale``): the peak RSS of the BM25 and IVF-PQ builds may grow at most 1.3x from 100K to
+400K.
 """
 
 from __future__ import annotations
@@ -44,11 +45,14 @@ K = 100
 DIMENSION = 768  # DPR's and BGE-base's vectors
 MODEL = "bge-base"  # recorded in the manifest as the model that computed the vectors (it would encode queries)
 VECTOR_SHARD = 100_000  # rows per .npy file of the imported vectors; every N is a whole number of them
-# FAISS factory, search parameters, and the largest N each is built at in a full run: Flat holds every vector in
-# memory (3 GB per million), HNSW's build is about 30 minutes per million vectors on 2 cores.
-DENSE = {"IVF-PQ": ("IVF1024,PQ64", "nprobe=16", SIZES[-1]), "Flat": ("Flat", None, 1_000_000),
-         "HNSW-SQ8": ("HNSW32_SQ8", "efSearch=128", 400_000)}
-QUICK_DENSE = ("IVF-PQ",)  # what the floors read
+# FAISS factory, search parameters, the largest N each is built at in a full run, and the vectors it trains on:
+# Flat holds every vector in memory (3 GB per million), HNSW's build is about 30 minutes per million vectors on 2 cores.
+Factories = dict[str, tuple[str, str | None, int, int]]
+DENSE: Factories = {"IVF-PQ": ("IVF1024,PQ64", "nprobe=16", SIZES[-1], 100_000), "Flat": ("Flat", None, 1_000_000, 0),
+                    "HNSW-SQ8": ("HNSW32_SQ8", "efSearch=128", 400_000, 0)}
+# --quick (the CI gate) builds what the floors read, with fewer lists and codes and 64 training vectors a list: the
+# PQ and k-means training dominate its time on 2 cores, and the floors are about memory growth with N
+QUICK_DENSE: Factories = {"IVF-PQ": ("IVF256,PQ32", "nprobe=16", QUICK_SIZES[-1], 256 * 64)}
 
 
 def _status(*keys: str) -> dict[str, float]:
@@ -131,7 +135,8 @@ def _dense_build(task: dict[str, Any]) -> dict[str, Any]:
     from odqa.index import IndexConfig, build_index, read_passages
 
     out = Path(task["out"])
-    config = IndexConfig(kind="dense", faiss=task["factory"], embed=EmbedConfig(model=MODEL))
+    config = IndexConfig(kind="dense", faiss=task["factory"], embed=EmbedConfig(model=MODEL),
+                         train_size=task["train_size"] or IndexConfig().train_size)
     started = time.perf_counter()
     manifest = build_index(islice(read_passages(task["corpus"]), task["n"]), out, config, vectors=task["vectors"])
     seconds = time.perf_counter() - started
@@ -165,7 +170,9 @@ _TASKS = {"bm25-build": _bm25_build, "bm25-search": _bm25_search, "dense-build":
 def _fresh(task: dict[str, Any]) -> dict[str, Any]:
     """Run ``task`` in a fresh Python process (niced like its parent); its figures and its own memory."""
     command = [sys.executable, "-m", "odqa.bench.scale", json.dumps(task)]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    # passive OpenMP threads: spinning ones cost FAISS minutes on a busy 2-core machine
+    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode:
         raise RuntimeError(f"bench scale step {task['task']} at {task['n']:,} failed:\n{done.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -215,16 +222,18 @@ def _exact_top10(shards: Sequence[Path], queries: Any) -> Any:
     return best_rows
 
 
-def dense_rows(corpus: Path, sizes: Sequence[int], work: Path, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """Per factory, a row per N: the dense index built from imported vectors, searched with query vectors."""
+def dense_rows(corpus: Path, sizes: Sequence[int], work: Path,
+               factories: Factories) -> dict[str, list[dict[str, Any]]]:
+    """Per factory (name: factory, search parameters, largest N, training vectors), a row per N: the dense index
+    built from imported vectors, searched with queries near vectors of the smallest N's corpus."""
     import numpy as np
 
     from odqa.bench.synthetic import clustered_vectors
 
     shards = clustered_vectors(work / "vectors", sizes[-1], DIMENSION, shard=VECTOR_SHARD)
-    (queries_file,) = clustered_vectors(work / "queries", QUESTIONS, DIMENSION, queries=True)
+    (queries_file,) = clustered_vectors(work / "queries", QUESTIONS, DIMENSION, queries_of=sizes[0])
     queries = np.load(queries_file)
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     for n in sizes:
         vectors = work / f"vectors-{n}"  # the first n rows, as a folder of shards
         vectors.mkdir()
@@ -232,13 +241,12 @@ def dense_rows(corpus: Path, sizes: Sequence[int], work: Path, names: Sequence[s
             (vectors / path.name).symlink_to(path)
         exact = work / f"exact-{n}.npy"
         np.save(exact, _exact_top10(shards[:n // VECTOR_SHARD], queries))
-        for name in names:
-            factory, params, largest = DENSE[name]
+        for name, (factory, params, largest, train_size) in factories.items():
             if n > largest:
                 continue
             out = work / f"dense-{name}-{n}"
             build = _fresh({"task": "dense-build", "corpus": str(corpus), "n": n, "out": str(out),
-                            "factory": factory, "vectors": str(vectors)})
+                            "factory": factory, "vectors": str(vectors), "train_size": train_size})
             search = _fresh({"task": "dense-search", "n": n, "out": str(out), "params": params,
                              "queries": str(queries_file), "exact": str(exact)})
             row = {"n": n, "factory": factory, "search_params": params or "", "build_pps": n / build["seconds"],
@@ -302,7 +310,7 @@ def run(quick: bool = False, work: Path | None = None) -> dict[str, Any]:
         say(f"synthetic corpus: {sizes[-1]:,} passages in {time.perf_counter() - started:.0f} s "
             f"({corpus.stat().st_size / 1e9:.2f} GB of DPR TSV)")
         parts["BM25"] = _part(bm25_rows(corpus, sizes, folder))
-        dense = dense_rows(corpus, sizes, folder, QUICK_DENSE if quick else tuple(DENSE))
+        dense = dense_rows(corpus, sizes, folder, QUICK_DENSE if quick else DENSE)
         parts.update((name, _part(rows)) for name, rows in dense.items())
     for name, part in parts.items():
         projection = part["projection"]

@@ -27,6 +27,7 @@ __all__ = ["TAIL_EXPONENT", "clustered_vectors", "passages", "questions", "write
 WORDS = 100
 ARTICLE = 8  # passages per made-up article (one title)
 TAIL_EXPONENT = 1.67  # rank-frequency exponent of the made-up tail: Heaps' beta = 1 / 1.67 = 0.6
+LATENT = 32  # intrinsic dimension of the synthetic vectors (real sentence embeddings' is a few tens)
 _CHUNK = 1_000  # passages drawn at a time (a multiple of ARTICLE)
 _LETTERS = "bcfhjkmnpqrtvwz"  # no vowels, s or y: the English stemmer leaves made-up words whole
 
@@ -100,25 +101,70 @@ def questions(count: int) -> list[str]:
     return [example.question for example in islice(load_timeqa(TIMEQA), count)]
 
 
-def clustered_vectors(folder: Path, count: int, dim: int, clusters: int = 1024, seed: int = 0, queries: bool = False,
-                      shard: int = 100_000, spread: float = 0.35) -> list[Path]:
-    """``count`` unit vectors around ``clusters`` random centres (drawn from ``seed``), float32, written as ``.npy``
-    shards of ``shard`` rows in ``folder`` (``queries``: other vectors around the same centres)."""
-    centres = np.random.default_rng(seed).standard_normal((clusters, dim)).astype(np.float32)
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    rng = np.random.default_rng([seed, int(queries)])
+_BLOCK = 10_000  # vectors drawn at a time: row r depends only on the seed and r, not on the shard size
+
+
+def _basis(seed: int, dim: int, latent: int, clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed random orthonormal map from the latent space into ``dim`` dimensions, and the latent centres."""
+    rng = np.random.default_rng([seed, 1])
+    basis, _ = np.linalg.qr(rng.standard_normal((dim, latent)))
+    return basis.T.astype(np.float32), rng.standard_normal((clusters, latent)).astype(np.float32)
+
+
+def _block(seed: int, number: int, dim: int, latent: int, clusters: int, spread: float,
+           noise: float) -> np.ndarray:
+    """Rows ``number * _BLOCK`` to ``(number + 1) * _BLOCK`` of the corpus vectors, unit length."""
+    basis, centres = _basis(seed, dim, latent, clusters)
+    rng = np.random.default_rng([seed, 2, number])
+    points = centres[rng.integers(0, clusters, _BLOCK)]
+    points += np.float32(spread) * rng.standard_normal((_BLOCK, latent), dtype=np.float32)
+    rows = points @ basis
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rows += np.float32(noise / math.sqrt(dim)) * rng.standard_normal((_BLOCK, dim), dtype=np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    block: np.ndarray = rows
+    return block
+
+
+def clustered_vectors(folder: Path, count: int, dim: int, clusters: int = 1024, seed: int = 0,
+                      queries_of: int | None = None, shard: int = 100_000, latent: int = LATENT,
+                      spread: float = 0.5, noise: float = 0.3, nudge: float = 0.3) -> list[Path]:
+    """``count`` float32 unit vectors with the neighbourhood structure of real embeddings, written as ``.npy`` shards
+    of ``shard`` rows in ``folder``; the same for the same ``seed``, and a shorter corpus a longer one's prefix.
+
+    A vector is a point of a Gaussian mixture in a ``latent``-dimensional space (``clusters`` centres drawn from
+    ``seed``, each point ``spread`` from its centre in every latent coordinate) mapped into ``dim`` dimensions by a
+    fixed random orthonormal projection, normalised, plus isotropic noise of norm about ``noise``, normalised again:
+    a low intrinsic dimension, so a vector has nearer and farther neighbours inside its cluster, as embeddings do
+    (isotropic noise around centres would make every cluster-mate equally near). ``queries_of``: ``count`` queries
+    instead, each one of the first ``queries_of`` corpus vectors (chosen from ``seed``) moved ``nudge`` per latent
+    coordinate and given fresh noise, so every query has true near neighbours.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    shape = (dim, latent, clusters, spread, noise)
+    if queries_of is not None:
+        rng = np.random.default_rng([seed, 3])
+        chosen = rng.choice(queries_of, count, replace=False)
+        basis, _ = _basis(seed, dim, latent, clusters)
+        blocks = {int(b): _block(seed, int(b), *shape) for b in np.unique(chosen // _BLOCK)}
+        rows = np.stack([blocks[int(r) // _BLOCK][int(r) % _BLOCK] for r in chosen])
+        rows += np.float32(nudge) * rng.standard_normal((count, latent), dtype=np.float32) @ basis
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        rows += np.float32(noise / math.sqrt(dim)) * rng.standard_normal((count, dim), dtype=np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        path = folder / "00000.npy"
+        np.save(path, rows)
+        return [path]
     paths = []
     for first in range(0, count, shard):
-        rows = min(shard, count - first)
+        last = min(first + shard, count)
         path = folder / f"{first // shard:05d}.npy"
         with path.open("wb") as fh:  # written, not memory-mapped: the pages never count in this process' memory
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False, "shape": (rows, dim)})
-            for start in range(0, rows, 50_000):
-                size = min(50_000, rows - start)
-                chunk = centres[rng.integers(0, clusters, size)]
-                chunk += np.float32(spread / math.sqrt(dim)) * rng.standard_normal((size, dim), dtype=np.float32)
-                chunk /= np.linalg.norm(chunk, axis=1, keepdims=True)
-                fh.write(chunk.tobytes())
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False,
+                                                      "shape": (last - first, dim)})
+            for number in range(first // _BLOCK, (last - 1) // _BLOCK + 1):
+                lo = max(first, number * _BLOCK) - number * _BLOCK
+                hi = min(last, (number + 1) * _BLOCK) - number * _BLOCK
+                fh.write(_block(seed, number, *shape)[lo:hi].tobytes())
         paths.append(path)
     return paths
