@@ -98,10 +98,6 @@ def quiet_weight_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-# The private names odqa.train imports today; drop both once it imports the public ones.
-_quiet_weight_loading, _model_parts = quiet_weight_loading, model_parts
-
-
 def _looks_like_path(model: str) -> bool:
     """A model named as a folder (``./m``, ``/abs/m``, ``a/b/c``), not as a hub id (``owner/name``)."""
     return Path(model).is_absolute() or model.startswith(".") or model.count("/") > 1

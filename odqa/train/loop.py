@@ -244,7 +244,7 @@ def fit(
     step, losses, history = 0, [], []
     best: DevRecall | None = None
     if latest is not None:
-        state = torch.load(latest / TRAINER_STATE, weights_only=False)
+        state = torch.load(latest / TRAINER_STATE, weights_only=False, map_location="cpu")  # GPU-written resumes on CPU
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         _set_rng_state(state["rng"])

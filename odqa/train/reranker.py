@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from odqa.config import EmbedConfig
-from odqa.embed.encoder import _quiet_weight_loading, resolve_model
+from odqa.embed.encoder import quiet_weight_loading, resolve_model
 from odqa.embed.presets import PRESETS, passage_text
 from odqa.errors import ModelError
 from odqa.records import Example
@@ -43,7 +43,7 @@ class CrossEncoderModel:
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # the new head is intended
         try:
-            with _quiet_weight_loading():
+            with quiet_weight_loading():
                 self.tokenizer: Any = AutoTokenizer.from_pretrained(source)
                 self.model: Any = AutoModelForSequenceClassification.from_pretrained(source, num_labels=1)
         except (OSError, ValueError) as exc:
@@ -83,7 +83,7 @@ class CrossEncoderModel:
         return np.split(scores.astype(np.float64), np.cumsum([len(g.candidates) for g in groups])[:-1])
 
     def save(self, folder: Path) -> None:
-        with _quiet_weight_loading():  # also hides the "Writing model shards" bar
+        with quiet_weight_loading():  # also hides the "Writing model shards" bar
             self.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from odqa.config import EmbedConfig
-from odqa.embed.encoder import _model_parts, _quiet_weight_loading, resolve_model
+from odqa.embed.encoder import model_parts, quiet_weight_loading, resolve_model
 from odqa.embed.presets import Preset, passage_text, query_text
 from odqa.records import Example
 from odqa.train.config import TrainRankerConfig
@@ -35,8 +35,8 @@ class BiEncoder:
     def __init__(self, source: str, preset: Preset, config: TrainRankerConfig) -> None:
         from sentence_transformers import SentenceTransformer
 
-        transformer_cls, pooling_cls, normalize_cls = _model_parts()
-        with _quiet_weight_loading():
+        transformer_cls, pooling_cls, normalize_cls = model_parts()
+        with quiet_weight_loading():
             transformer = transformer_cls(source, max_seq_length=config.max_length)
         dim_of = getattr(transformer, "get_embedding_dimension", None) or transformer.get_word_embedding_dimension
         modules = [transformer, pooling_cls(dim_of(), pooling_mode=preset.pooling)]
@@ -82,7 +82,7 @@ class BiEncoder:
                 for g, q in zip(groups, queries, strict=True)]
 
     def save(self, folder: Path) -> None:
-        with _quiet_weight_loading():  # also hides the "Writing model shards" bar
+        with quiet_weight_loading():  # also hides the "Writing model shards" bar
             self.model.save(str(folder))
 
 

@@ -20,6 +20,7 @@ from odqa.evaluate import has_answer, recall_at_k
 from odqa.records import Document, Example
 from odqa.train.config import TrainRankerConfig
 from odqa.train.data import build_groups, split_by_article
+from odqa.train.loop import TRAINER_STATE
 
 
 def _config(model: Path, **changes: object) -> TrainRankerConfig:
@@ -78,6 +79,23 @@ class Killed(Exception):
     """Stands for the process being killed after a step."""
 
 
+def _as_if_written_on_a_gpu(state_file: Path) -> None:
+    """Rewrites a trainer state with every tensor tagged cuda:0, as a GPU run writes it (a CPU-only machine cannot
+    load it without map_location)."""
+    import torch.serialization
+
+    state = torch.load(state_file, weights_only=False)
+    original = torch.serialization.location_tag
+    torch.serialization.location_tag = lambda storage: "cuda:0"  # type: ignore[assignment]
+    try:
+        torch.save(state, state_file)
+    finally:
+        torch.serialization.location_tag = original
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            torch.load(state_file, weights_only=False)
+
+
 def test_a_killed_run_resumes_to_the_same_weights_and_figures(tmp_path: Path, tiny_encoder_with_dropout: Path,
                                                               words: list[str]) -> None:
     from odqa.train.retriever import train_retriever
@@ -96,6 +114,7 @@ def test_a_killed_run_resumes_to_the_same_weights_and_figures(tmp_path: Path, ti
         train_retriever(train, tmp_path / "cut", config, dev=dev)
     with pytest.raises(ConfigError, match="settings differ"):
         train_retriever(train, tmp_path / "cut", replace(config, lr=1e-3), dev=dev, resume=True)
+    _as_if_written_on_a_gpu(tmp_path / "cut" / "checkpoint-0000004" / TRAINER_STATE)
     resumed = train_retriever(train, tmp_path / "cut", config, dev=dev, resume=True)
     assert resumed.resumed_from == 4
     assert resumed.losses == whole.losses and resumed.dev == whole.dev and resumed.best == whole.best
