@@ -13,17 +13,26 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
+from odqa.checkpoints import (
+    CHECKPOINT,
+    TRAINER_STATE,
+    batch_indices,
+    check_out,
+    flat,
+    latest_checkpoint,
+    prune,
+    rng_state,
+    set_rng_state,
+    write_folder,
+)
 from odqa.config import to_dict
-from odqa.errors import ConfigError, DependencyError, InputError, OutputError
+from odqa.errors import ConfigError, DependencyError, InputError
 from odqa.evaluate.answers import token_f1
 from odqa.read.config import TrainReaderConfig, steps_per_epoch
 from odqa.read.data import ReaderBatch, ReaderFormat
@@ -39,8 +48,6 @@ except ImportError as exc:  # the reader needs torch; the rest of odqa does not
 
 __all__ = ["DevScore", "TrainSummary", "evaluate_reader", "latest_checkpoint", "train_reader"]
 
-CHECKPOINT = "checkpoint-"
-TRAINER_STATE = "trainer.pt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +102,6 @@ def evaluate_reader(reader: FiDReader, examples: Sequence[Example], fmt: ReaderF
     return DevScore(step, exact / n, f1 / n, len(examples))
 
 
-def latest_checkpoint(out: str | Path) -> Path | None:
-    """The checkpoint of the highest step in ``out`` (half-written ones are hidden, never picked)."""
-    found = [p for p in Path(out).glob(f"{CHECKPOINT}*") if p.is_dir() and p.name[len(CHECKPOINT):].isdigit()]
-    return max(found, key=lambda p: int(p.name[len(CHECKPOINT):]), default=None)
-
-
 def _schedule(config: TrainReaderConfig, steps: int) -> Callable[[int], float]:
     warmup, linear = config.warmup(steps), config.schedule == "linear"
 
@@ -110,64 +111,6 @@ def _schedule(config: TrainReaderConfig, steps: int) -> Callable[[int], float]:
         return max(0.0, (steps - step) / max(1, steps - warmup)) if linear else 1.0
 
     return scale
-
-
-def _order(n: int, seed: int, epoch: int) -> list[int]:
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-    return [int(i) for i in torch.randperm(n, generator=generator)]
-
-
-def _batch_indices(step: int, n: int, batch_size: int, seed: int) -> list[int]:
-    """The examples of step ``step`` (0-based): the data position follows from the step alone."""
-    epoch, index = divmod(step, steps_per_epoch(n, batch_size))
-    return _order(n, seed, epoch)[index * batch_size:(index + 1) * batch_size]
-
-
-def _rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """Move a finished folder into place; an older one of the same name is removed only after."""
-    old = final.with_name(f".{final.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _write_folder(final: Path, write: Callable[[Path], None]) -> None:
-    tmp = final.with_name(f".{final.name}.tmp")
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        write(tmp)
-        _replace_dir(tmp, final)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"cannot write {final}: {exc.strerror or exc}; choose another --out") from exc
-
-
-def _check_out(out: Path, resume: bool) -> Path | None:
-    latest = latest_checkpoint(out) if out.is_dir() else None
-    if resume and latest is None:
-        raise InputError(f"--resume: {out} holds no {CHECKPOINT}* folder to resume from; run without --resume to "
-                         "start training")
-    if not resume and latest is not None:
-        raise ConfigError(f"{out} already holds {latest.name}; pass --resume to continue that run, or choose "
-                          "another --out")
-    return latest
 
 
 def train_reader(
@@ -191,7 +134,7 @@ def train_reader(
     if config.reader.precision == "fp16":
         raise ConfigError("precision fp16 is for reading only: T5 overflows in fp16 training; train with bf16")
     fmt = config.reader.reader_format()
-    latest = _check_out(out, resume)
+    latest = check_out(out, resume)
     if latest is not None:
         reader = FiDReader.load(str(latest), device=config.reader.device, precision=config.reader.precision)
     else:
@@ -210,7 +153,7 @@ def train_reader(
         state = torch.load(latest / TRAINER_STATE, weights_only=False, map_location="cpu")
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"])
+        set_rng_state(state["rng"])
         step, losses = state["step"], list(state["losses"])
         scores = [DevScore(**s) for s in state["dev"]]
         best = DevScore(**state["best"]) if state["best"] else None
@@ -221,7 +164,7 @@ def train_reader(
     def save_checkpoint(folder: Path) -> None:
         reader.save(folder)
         torch.save({"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                    "rng": _rng_state(), "losses": losses, "dev": [asdict(s) for s in scores],
+                    "rng": rng_state(), "losses": losses, "dev": [asdict(s) for s in scores],
                     "best": None if best is None else asdict(best)}, folder / TRAINER_STATE)
         (folder / "train_config.json").write_text(json.dumps(to_dict(config), indent=2) + "\n", encoding="utf-8")
 
@@ -232,7 +175,7 @@ def train_reader(
 
     reader.model.train()
     while step < total:
-        chunk = [examples[i] for i in _batch_indices(step, len(examples), config.reader.batch_size, config.seed)]
+        chunk = [examples[i] for i in batch_indices(step, len(examples), config.reader.batch_size, config.seed)]
         batch = collator_for(reader, fmt, chunk, retriever)(chunk)
         check_encodable(batch, reader.tokenizer, reader.name)
         loss = _train_step(reader, batch, config)
@@ -248,12 +191,12 @@ def train_reader(
             scores.append(score)
             if best is None or (score.exact, score.f1) > (best.exact, best.f1):
                 best = score
-                _write_folder(out / "best", save_best)
+                write_folder(out / "best", save_best)
             if on_dev is not None:
                 on_dev(score)
         if step % config.checkpoint_every == 0 or step == total:
-            _write_folder(out / f"{CHECKPOINT}{step:07d}", save_checkpoint)
-            _prune(out, config.keep_checkpoints)
+            write_folder(out / f"{CHECKPOINT}{step:07d}", save_checkpoint)
+            prune(out, config.keep_checkpoints)
         if progress is not None:
             progress(step, loss)
     final = out / f"{CHECKPOINT}{step:07d}"  # the last step always writes one (or a resume found it)
@@ -288,17 +231,10 @@ def _train_step(reader: FiDReader, batch: ReaderBatch, config: TrainReaderConfig
 _FREE = {"epochs", "steps", "checkpoint_every", "keep_checkpoints", "eval_every", "reader.model", "reader.device"}
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        out |= _flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-    return out
-
-
 def _check_same_run(checkpoint: Path, config: TrainReaderConfig) -> None:
     """Refuse to resume with settings that would make the next steps another run's (order, batch, optimiser)."""
-    saved = _flat(json.loads((checkpoint / "train_config.json").read_text(encoding="utf-8")))
-    now = _flat(to_dict(config))
+    saved = flat(json.loads((checkpoint / "train_config.json").read_text(encoding="utf-8")))
+    now = flat(to_dict(config))
     changed = [f"{k} {saved.get(k)} -> {now[k]}" for k in sorted(now) if k not in _FREE and saved.get(k) != now[k]]
     if changed:
         raise ConfigError(f"--resume: settings differ from those of {checkpoint.name}: {', '.join(changed)}; an "
@@ -306,8 +242,3 @@ def _check_same_run(checkpoint: Path, config: TrainReaderConfig) -> None:
                           "device may change): use them, or start a new run in another --out")
 
 
-def _prune(out: Path, keep: int) -> None:
-    found = sorted((p for p in out.glob(f"{CHECKPOINT}*") if p.name[len(CHECKPOINT):].isdigit()),
-                   key=lambda p: int(p.name[len(CHECKPOINT):]))
-    for old in found[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)

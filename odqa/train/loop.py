@@ -20,20 +20,20 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from odqa.checkpoints import (
+    CHECKPOINT,
+    TRAINER_STATE,
+    batch_indices,
+    check_out,
+    flat,
+    prune,
+    rng_state,
+    set_rng_state,
+    write_folder,
+)
 from odqa.config import EmbedConfig, to_dict
 from odqa.errors import ConfigError, DependencyError, InputError
 from odqa.io import atomic_write
-from odqa.read.train import (
-    CHECKPOINT,
-    TRAINER_STATE,
-    _batch_indices,
-    _check_out,
-    _flat,
-    _prune,
-    _rng_state,
-    _set_rng_state,
-    _write_folder,
-)
 from odqa.records import Example, Passage
 from odqa.train.config import TrainRankerConfig
 from odqa.train.data import (
@@ -200,8 +200,8 @@ _FREE = {"checkpoint_every", "keep_checkpoints", "device"}
 
 
 def _check_same_run(checkpoint: Path, config: TrainRankerConfig) -> None:
-    saved = _flat(json.loads((checkpoint / "train_config.json").read_text(encoding="utf-8")))
-    now = _flat(json.loads(json.dumps(to_dict(config))))  # as saved: tuples become lists
+    saved = flat(json.loads((checkpoint / "train_config.json").read_text(encoding="utf-8")))
+    now = flat(json.loads(json.dumps(to_dict(config))))  # as saved: tuples become lists
     changed = [f"{k} {saved.get(k)} -> {now[k]}" for k in sorted(now) if k not in _FREE and saved.get(k) != now[k]]
     if changed:
         raise ConfigError(f"--resume: settings differ from those of {checkpoint.name}: {', '.join(changed)}; an "
@@ -229,7 +229,7 @@ def fit(
     started = time.perf_counter()
     out = Path(out)
     train, dev_groups, stats = _split(examples, dev, config)
-    latest = _check_out(out, resume)
+    latest = check_out(out, resume)
     if latest is not None:
         _check_same_run(latest, config)
     train = _mine(train, out, config, miner, latest is not None)
@@ -247,7 +247,7 @@ def fit(
         state = torch.load(latest / TRAINER_STATE, weights_only=False, map_location="cpu")  # GPU-written resumes on CPU
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"])
+        set_rng_state(state["rng"])
         step, losses = state["step"], list(state["losses"])
         history = [DevRecall(**_int_keys(d)) for d in state["dev"]]
         best = DevRecall(**_int_keys(state["best"])) if state["best"] else None
@@ -256,7 +256,7 @@ def fit(
     def save_checkpoint(folder: Path) -> None:
         ranker.save(folder)
         torch.save({"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                    "rng": _rng_state(), "losses": losses, "dev": [asdict(d) for d in history],
+                    "rng": rng_state(), "losses": losses, "dev": [asdict(d) for d in history],
                     "best": None if best is None else asdict(best)}, folder / TRAINER_STATE)
         _write_json(folder / "train_config.json", to_dict(config))
 
@@ -274,7 +274,7 @@ def fit(
         history.append(result)
         if best is None or _key(result, config.ks) > _key(best, config.ks):
             best = result
-            _write_folder(out / "best", save_best)
+            write_folder(out / "best", save_best)
         if on_dev is not None:
             on_dev(result)
 
@@ -283,7 +283,7 @@ def fit(
     while step < total:
         ranker.model.train()  # every step: evaluating and saving (sentence-transformers' save) leave eval mode
         items = [_item(train[i], config.seed, step, config.negatives)
-                 for i in _batch_indices(step, len(train), config.batch_size, config.seed)]
+                 for i in batch_indices(step, len(train), config.batch_size, config.seed)]
         loss = ranker.loss(items)
         torch.autograd.backward(loss)
         torch.nn.utils.clip_grad_norm_(ranker.model.parameters(), 1.0)
@@ -298,12 +298,12 @@ def fit(
         if dev_groups and step % per_epoch == 0:
             evaluate()
         if step % config.checkpoint_every == 0 or step == total:
-            _write_folder(out / f"{CHECKPOINT}{step:07d}", save_checkpoint)
-            _prune(out, config.keep_checkpoints)
+            write_folder(out / f"{CHECKPOINT}{step:07d}", save_checkpoint)
+            prune(out, config.keep_checkpoints)
         if progress is not None:
             progress(step, total, value)
     if best is None:  # no dev questions: the last model is the one to use
-        _write_folder(out / "best", save_best)
+        write_folder(out / "best", save_best)
     summary = TrainRankerSummary(
         kind, config, losses, history, best, out / "best", out / f"{CHECKPOINT}{step:07d}", resumed_from, stats,
         len(train), len({g.article for g in train}), len(dev_groups), len({g.article for g in dev_groups}),

@@ -12,12 +12,13 @@ import torch
 from reader_tasks import copy_task
 from safetensors.torch import load_file
 
+from odqa.checkpoints import latest_checkpoint
 from odqa.errors import ConfigError, InputError, ResourceError
 from odqa.read.config import ReadConfig, TrainReaderConfig
 from odqa.read.data import ReaderBatch, ReaderFormat
 from odqa.read.infer import read
 from odqa.read.model import FiDReader
-from odqa.read.train import _score, latest_checkpoint, train_reader
+from odqa.read.train import _score, train_reader
 from odqa.records import Example, Hit, Passage
 
 

@@ -13,6 +13,7 @@ from planted import WORDS, planted
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
+from odqa.checkpoints import TRAINER_STATE
 from odqa.cli import app
 from odqa.config import ChunkConfig, EmbedConfig, RefineConfig, RerankConfig
 from odqa.errors import ConfigError, NoPositiveError
@@ -20,7 +21,6 @@ from odqa.evaluate import has_answer, recall_at_k
 from odqa.records import Document, Example
 from odqa.train.config import TrainRankerConfig
 from odqa.train.data import build_groups, split_by_article
-from odqa.train.loop import TRAINER_STATE
 
 
 def _config(model: Path, **changes: object) -> TrainRankerConfig:
