@@ -3,7 +3,11 @@ tiny randomly initialised encoder for the mechanics (building, resuming, checkin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +70,20 @@ def reference(tmp_path_factory: pytest.TempPathFactory, short_corpus: list[Passa
     out = tmp_path_factory.mktemp("reference") / "index"
     build_index(short_corpus, out, tiny_config, encoder=encoder)
     return out
+
+
+@pytest.fixture(scope="session")
+def kill_when_blocked() -> Callable[..., None]:
+    """Runs ``python -c SCRIPT ARGS...`` until the script prints "blocked" (where it then waits), and SIGKILLs it
+    there: a build killed at exactly the point the script chose."""
+
+    def run(script: str, *args: str) -> None:
+        with subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
+            try:
+                assert proc.stdout is not None and proc.stdout.readline().strip() == "blocked"
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+
+    return run

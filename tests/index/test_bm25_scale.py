@@ -5,11 +5,7 @@ final assembly included) to identical bytes."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import bm25s
@@ -151,17 +147,12 @@ build_index(passages(), out, IndexConfig(kind="bm25", shard_size=100))
 
 @pytest.mark.parametrize("where", ["shard", "assembly", "replaced"])
 def test_build_killed_anywhere_resumes_to_identical_bytes(tmp_path: Path, timeqa_file: Path, corpus: list[Passage],
-                                                          where: str) -> None:
+                                                          where: str,
+                                                          kill_when_blocked: Callable[..., None]) -> None:
     reference = tmp_path / "reference"
     build_index(corpus, reference, IndexConfig(kind="bm25", shard_size=100))
     out = tmp_path / "index"
-    with subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(timeqa_file), str(out), where],
-                          stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
-        try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "blocked"
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+    kill_when_blocked(_KILLED_BUILD, str(timeqa_file), str(out), where)
     killed = read_manifest(out)
     assert not killed.complete
     assert len(killed.shards) == (2 if where == "shard" else 6)

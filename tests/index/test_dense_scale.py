@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import os
 import re
-import signal
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -241,18 +238,13 @@ build_index(passages, out, config, vectors=vectors)
 @pytest.mark.parametrize("step", ["block", "header", "ivfdata"])
 def test_assembly_killed_at_any_point_resumes_to_identical_bytes(step: str, tmp_path: Path, passages: list[Passage],
                                                                  vectors_dir: Path, tiny_bert: Path,
-                                                                 reference: Path) -> None:
+                                                                 reference: Path,
+                                                                 kill_when_blocked: Callable[..., None]) -> None:
     """SIGKILL after the third block of inverted lists is written, after faiss.index is written (its ivfdata still
     under a temporary name), and after faiss.ivfdata is in place (the manifest not yet complete)."""
     config = config_for(tiny_bert, "IVF16,PQ8x4")
     out = tmp_path / "index"
-    with subprocess.Popen([sys.executable, "-c", _KILLED_ASSEMBLY, str(out), str(vectors_dir), str(tiny_bert), step],
-                          stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
-        try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "blocked"
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+    kill_when_blocked(_KILLED_ASSEMBLY, str(out), str(vectors_dir), str(tiny_bert), step)
     killed = read_manifest(out)
     assert not killed.complete and len(killed.shards) == 5  # every shard listed, the assembly unfinished
     build_index(passages, out, config, vectors=vectors_dir)

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,16 +78,11 @@ build_index(passages(), out, config, encoder=open_encoder(config))
 
 def test_build_killed_mid_shard_resumes_to_identical_bytes(tmp_path: Path, reference: Path, timeqa_file: Path,
                                                            tiny_bert: Path, short_corpus: list[Passage],
-                                                           tiny_config: IndexConfig, encoder: Any) -> None:
+                                                           tiny_config: IndexConfig, encoder: Any,
+                                                           kill_when_blocked: Callable[..., None]) -> None:
     out = tmp_path / "index"
     # Stops reading in the middle of shard 1 (passage 21 of 16..31), after shard 0 is written: then SIGKILL.
-    with subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(timeqa_file), str(out), str(tiny_bert), "21"],
-                          stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
-        try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "blocked"
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+    kill_when_blocked(_KILLED_BUILD, str(timeqa_file), str(out), str(tiny_bert), "21")
     killed = read_manifest(out)
     assert not killed.complete and [s.index for s in killed.shards] == [0]
     build_index(short_corpus, out, tiny_config, encoder=encoder)
