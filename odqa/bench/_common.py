@@ -34,6 +34,18 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def proc_status(*keys: str) -> dict[str, float]:
+    """Fields of this process's /proc/self/status in MiB (VmHWM: peak resident memory, which ``ru_maxrss`` would
+    carry over from a forking parent; RssAnon: anonymous memory)."""
+    fields = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in keys:
+                fields[key] = int(value.split()[0]) / 1024
+    return fields
+
+
 def machine() -> dict[str, Any]:
     import torch
 

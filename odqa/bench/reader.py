@@ -20,17 +20,11 @@ import sys
 import time
 from typing import Any
 
-from odqa.bench._common import TIMEQA
+from odqa.bench._common import TIMEQA, proc_status
 
 __all__ = ["N_CONTEXTS", "run"]
 
 N_CONTEXTS = (10, 25, 50, 100)
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak resident memory (VmHWM; ``ru_maxrss`` would carry a forking parent's)."""
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
 
 
 def _examples(questions: int, n_context: int) -> list[Any]:
@@ -71,7 +65,7 @@ def child(n_context: int, questions: int, size: str, device: str, precision: str
     config = ReadConfig(model="random", n_context=n_context, max_length=200, answer_max_length=answer_length,
                         batch_size=batch_size, device=device, precision=precision)  # type: ignore[arg-type]
     examples = _examples(questions, n_context)
-    before = _peak_rss_mb()  # Python, torch, the model and the questions: what reading adds comes on top
+    before = proc_status("VmHWM")["VmHWM"]  # Python, torch, the model and the questions: what reading adds comes on top
     list(read(examples[:batch_size], config, reader=reader))  # warm-up
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -84,7 +78,7 @@ def child(n_context: int, questions: int, size: str, device: str, precision: str
     row: dict[str, Any] = {"n_context": n_context, "questions": len(predictions), "seconds": seconds,
                            "questions_per_s": len(predictions) / seconds,
                            "passages_per_s": len(predictions) * n_context / seconds,
-                           "peak_rss_mb": _peak_rss_mb(), "rss_before_read_mb": before}
+                           "peak_rss_mb": proc_status("VmHWM")["VmHWM"], "rss_before_read_mb": before}
     if device.startswith("cuda"):
         row["gpu_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
     return row

@@ -33,7 +33,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from odqa.bench._common import say
+from odqa.bench._common import proc_status, say
 
 __all__ = ["QUICK_SIZES", "SIZES", "WIKIPEDIA", "check", "project", "run"]
 
@@ -55,17 +55,6 @@ DENSE: Factories = {"IVF-PQ": ("IVF1024,PQ64", "nprobe=16", SIZES[-1], 100_000),
 QUICK_DENSE: Factories = {"IVF-PQ": ("IVF256,PQ32", "nprobe=16", QUICK_SIZES[-1], 256 * 64)}
 
 
-def _status(*keys: str) -> dict[str, float]:
-    """Fields of /proc/self/status in MiB."""
-    fields = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            key, _, value = line.partition(":")
-            if key in keys:
-                fields[key] = int(value.split()[0]) / 1024
-    return fields
-
-
 class _AnonPeak:
     """Samples this process' anonymous memory every 20 ms: the peak of what page cache cannot stand in for
     (VmHWM also counts the pages of memory-mapped files, which the kernel can drop)."""
@@ -80,18 +69,18 @@ class _AnonPeak:
 
     def _run(self) -> None:
         while not self.done.wait(0.02):
-            self.peak = max(self.peak, _status("RssAnon")["RssAnon"])
+            self.peak = max(self.peak, proc_status("RssAnon")["RssAnon"])
 
     def stop(self) -> float:
         self.done.set()
         self.thread.join()
-        return max(self.peak, _status("RssAnon")["RssAnon"])
+        return max(self.peak, proc_status("RssAnon")["RssAnon"])
 
 
 def _memory(anon: _AnonPeak) -> dict[str, float]:
     """This process's peak resident memory, its peak and final anonymous memory (MiB)."""
     peak_anon = anon.stop()
-    fields = _status("VmHWM", "RssAnon")
+    fields = proc_status("VmHWM", "RssAnon")
     return {"peak_mb": fields["VmHWM"], "anon_mb": fields["RssAnon"], "peak_anon_mb": max(peak_anon, fields["RssAnon"])}
 
 
